@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: Apache-2.0
+# The README's two commands live here: `make demo` (the main job on the
+# bundled key-value store) and `make test` (every test, under 15 minutes on
+# 2 cores). Both run scripts/setup.sh first, which installs what is missing.
+# Longer work has its own targets: `make bench`, `make crashtest-full`.
+
+SHELL := /bin/bash
+VENV := $(CURDIR)/.venv/bin
+BUILD := build
+ASAN_BUILD := build-asan
+CLANG_FORMAT := clang-format-16
+C_SOURCES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null)
+
+.PHONY: all setup build demo test test-runtime test-asan test-passes test-cli \
+        lint format bench crashtest-full install clean
+
+all: build
+
+setup:
+	@scripts/setup.sh --no-build
+
+build:
+	@scripts/setup.sh
+
+demo: build
+	$(VENV)/pmkit demo
+
+test: build
+	@$(MAKE) --no-print-directory lint test-runtime test-passes test-cli test-asan
+	@echo "make test: all passed"
+
+test-runtime:
+	cd $(BUILD) && ctest --output-on-failure -j2
+
+# The runtime and its tests again under AddressSanitizer + UBSan.
+test-asan:
+	@if [ ! -f $(ASAN_BUILD)/build.ninja ]; then \
+	  cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	    -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
+	    -DPMKIT_SANITIZE=ON -DPMKIT_BUILD_PASSES=OFF -DPMKIT_BUILD_BENCH=OFF \
+	    -DPMKIT_BUILD_EXAMPLES=ON >/dev/null; fi
+	cmake --build $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && PMKIT_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
+
+test-passes:
+	$(VENV)/lit -sv $(BUILD)/tests/passes
+
+test-cli:
+	$(VENV)/python -m pytest -q tests/cli
+
+lint:
+	$(CLANG_FORMAT) --dry-run --Werror $(C_SOURCES)
+	$(VENV)/ruff check cli tests bench scripts
+	$(VENV)/ruff format --check cli tests bench scripts
+
+format:
+	$(CLANG_FORMAT) -i $(C_SOURCES)
+	$(VENV)/ruff format cli tests bench scripts
+
+bench: build
+	$(VENV)/python bench/run.py alloc
+	$(VENV)/python bench/report.py
+
+crashtest-full: build
+	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 ctest --output-on-failure -R crash
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

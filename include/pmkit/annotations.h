@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * annotations.h -- the annotations a user writes in C or C++ source. Under
+ * clang they become `annotate` attributes that the pmkit-annotations pass
+ * turns into function attributes for the mode passes; under any other
+ * compiler, or without the plugin, they compile away, so one source builds
+ * every variant (DESIGN.md "Annotations a user writes").
+ */
+#ifndef PMKIT_ANNOTATIONS_H
+#define PMKIT_ANNOTATIONS_H
+
+#if defined(__clang__)
+#define PMKIT_ANNOTATE_(s) __attribute__((annotate(s)))
+#else
+#define PMKIT_ANNOTATE_(s)
+#endif
+
+/* A failure-atomic section: the whole function (clobber, ssapp modes). */
+#define PMKIT_FASE PMKIT_ANNOTATE_("pmkit.fase") __attribute__((noinline))
+/* A function that returns pointers to persistent memory (robust mode). */
+#define PMKIT_PM_ALLOCATOR PMKIT_ANNOTATE_("pmkit.pm_allocator")
+/* A function the robust analysis must leave alone. */
+#define PMKIT_ROBUST_IGNORE PMKIT_ANNOTATE_("pmkit.robust_ignore")
+
+#endif /* PMKIT_ANNOTATIONS_H */

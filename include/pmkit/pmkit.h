@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pmkit.h -- the public C API of libpmkit, the shared substrate of every pmkit
+ * mode: persistent pools mapped at a fixed address, the persistence domain and
+ * flush primitives, a crash-consistent allocator, persistent per-thread
+ * contexts, PM-resident locks, and crash points. Every function that can fail
+ * returns 0 (or a documented non-negative value) on success and a negative
+ * PMKIT_E_* code on failure; pmkit_errormsg() then returns a one-line message
+ * for the calling thread. Nothing in this library aborts on bad input.
+ */
+#ifndef PMKIT_PMKIT_H
+#define PMKIT_PMKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmkit/annotations.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ------------------------------------------------------------ */
+
+enum {
+  PMKIT_OK = 0,
+  PMKIT_E_INVAL = -1,      /* bad argument (NULL, bad flag, bad pointer)      */
+  PMKIT_E_NOENT = -2,      /* pool file does not exist                        */
+  PMKIT_E_EXIST = -3,      /* pool file already exists (create)               */
+  PMKIT_E_TRUNCATED = -4,  /* file shorter than its header says               */
+  PMKIT_E_CORRUPT = -5,    /* header checksum or metadata inconsistent        */
+  PMKIT_E_FOREIGN = -6,    /* not a pmkit pool, or another program's layout   */
+  PMKIT_E_VERSION = -7,    /* pool made by an incompatible layout version     */
+  PMKIT_E_TOOSMALL = -8,   /* requested pool size below PMKIT_POOL_MIN_SIZE   */
+  PMKIT_E_BUSY = -9,       /* pool already open (by this or another process)  */
+  PMKIT_E_ADDRINUSE = -10, /* the pool's fixed address range is occupied     */
+  PMKIT_E_IO = -11,        /* a system call failed (see the message)          */
+  PMKIT_E_NOMEM = -12,     /* pool heap exhausted                             */
+  PMKIT_E_NOSPC = -13,     /* a fixed table is full (pools, threads, journal) */
+  PMKIT_E_STATE = -14,     /* call not valid in the current state             */
+};
+
+/* The last error message of the calling thread ("" if none). Never NULL. */
+const char *pmkit_errormsg(void);
+/* A short constant name for an error code, e.g. "PMKIT_E_BUSY". */
+const char *pmkit_strerror(int err);
+
+/* ---- pools --------------------------------------------------------------- */
+
+#define PMKIT_LAYOUT_VERSION 1u
+#define PMKIT_POOL_MIN_SIZE (2u << 20) /* 2 MiB */
+#define PMKIT_LAYOUT_MAX 48            /* bytes of a layout name, with NUL */
+
+typedef struct pmkit_pool pmkit_pool;
+
+typedef struct pmkit_pool_opts {
+  const char *layout; /* program's layout name; NULL or "" accepts any      */
+  uintptr_t base;     /* fixed mapping address; 0 picks a free one (create) */
+  unsigned flags;     /* PMKIT_POOL_* below                                  */
+} pmkit_pool_opts;
+
+/* Open read-only-ish for inspection: do not bump the run generation or run
+ * allocator recovery writes (used by `pmkit pool info`). */
+#define PMKIT_POOL_INSPECT 0x1u
+
+/* Create a new pool file of `size` bytes (rounded up to 64 KiB) at `path` and
+ * map it. Fails with PMKIT_E_EXIST if the file exists, PMKIT_E_TOOSMALL below
+ * PMKIT_POOL_MIN_SIZE. The file appears at `path` only once fully initialised.
+ * `opts` may be NULL. */
+int pmkit_pool_create(const char *path, size_t size,
+                      const pmkit_pool_opts *opts, pmkit_pool **out);
+
+/* Open an existing pool at the address recorded in its header. Validates the
+ * header (magic, version, checksum, size, layout) and takes an exclusive
+ * flock: a pool is open at most once at a time. Bumps the run generation, so
+ * PM locks held by a crashed run are released, and finishes allocator
+ * journals left by a crash. */
+int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
+                    pmkit_pool **out);
+
+/* Unmap and unlock. Other threads must have stopped using the pool. */
+int pmkit_pool_close(pmkit_pool *pool);
+
+/* Base address, usable size in bytes, and run generation of an open pool. */
+void *pmkit_pool_base(const pmkit_pool *pool);
+size_t pmkit_pool_size(const pmkit_pool *pool);
+uint64_t pmkit_pool_generation(const pmkit_pool *pool);
+
+/* 1 if addr lies inside any open pool, else 0. A few loads: see also the
+ * inline bounding-box test in pmkit/abi.h used by instrumentation. */
+int pmkit_in_pool(const void *addr);
+/* The open pool containing addr, or NULL. */
+pmkit_pool *pmkit_pool_of(const void *addr);
+
+/* The root object: allocated zeroed on first call with `size` bytes, the same
+ * object afterwards. PMKIT_E_INVAL if an existing root is smaller than size.
+ * Creating the root is failure-atomic. */
+int pmkit_root(pmkit_pool *pool, size_t size, void **out);
+
+/* Pool offset <-> pointer, for programs that store offsets. */
+uint64_t pmkit_off(const pmkit_pool *pool, const void *p);
+void *pmkit_ptr(const pmkit_pool *pool, uint64_t off);
+
+typedef struct pmkit_pool_info {
+  uint32_t layout_version;
+  uint8_t uuid[16];
+  char layout[PMKIT_LAYOUT_MAX];
+  uint64_t base, size, generation;
+  uint64_t heap_off, chunk_size, nchunks;
+  uint64_t chunks_free, chunks_small, chunks_large;
+  uint64_t blocks_used, bytes_used; /* live allocations (usable bytes)  */
+  uint64_t root_off, root_size;
+  uint32_t nthreads, threads_busy;  /* context slots, slots with work   */
+} pmkit_pool_info;
+
+/* Fill `info` with statistics from the pool's persistent metadata. */
+int pmkit_pool_stat(pmkit_pool *pool, pmkit_pool_info *info);
+
+/* Walk all persistent metadata and validate it (header, chunk table, bitmaps,
+ * context slots and their journals). Returns 0 if consistent, else
+ * PMKIT_E_CORRUPT with the first problem in pmkit_errormsg(). */
+int pmkit_pool_check(pmkit_pool *pool);
+
+typedef struct pmkit_gc_stats {
+  uint64_t blocks_live, blocks_freed, bytes_freed;
+} pmkit_gc_stats;
+
+/* Also treat words that look like pool offsets as references. */
+#define PMKIT_GC_OFFSETS 0x1u
+
+/* Reclaim every block not reachable from the root object or a thread
+ * context. Reachability is conservative: any aligned 8-byte word in a
+ * reachable block that holds an address inside a live block (interior
+ * pointers included) keeps that block alive; with PMKIT_GC_OFFSETS, so does
+ * a word holding a pool offset inside one. The pool must not be in use by
+ * other threads. `stats` may be NULL. */
+int pmkit_pool_gc(pmkit_pool *pool, unsigned flags, pmkit_gc_stats *stats);
+
+/* ---- persistence domain and flushes ------------------------------------ */
+
+typedef enum { PMKIT_DOMAIN_ADR = 0, PMKIT_DOMAIN_EADR = 1 } pmkit_domain_t;
+typedef enum {
+  PMKIT_FLUSH_NONE = 0,
+  PMKIT_FLUSH_CLFLUSH = 1,
+  PMKIT_FLUSH_CLFLUSHOPT = 2,
+  PMKIT_FLUSH_CLWB = 3,
+} pmkit_flush_t;
+
+/* The domain in effect: PMKIT_DOMAIN (adr|eadr) from the environment, ADR by
+ * default; builds with -DPMKIT_FORCE_EADR report EADR whatever the
+ * environment says (see pmkit_flush below). */
+pmkit_domain_t pmkit_domain(void);
+/* The flush instruction in use: the best the CPU offers (clwb > clflushopt >
+ * clflush) unless PMKIT_FLUSH names another; NONE under eADR. */
+pmkit_flush_t pmkit_flush_kind(void);
+const char *pmkit_flush_name(pmkit_flush_t k);
+
+/* Write back the cache lines covering [addr, addr+len). No-op under eADR. */
+void pmkit_flush(const void *addr, size_t len);
+/* Order: every earlier flush completes before any later store persists.
+ * Under eADR only a compiler barrier. A crash point (see below). */
+void pmkit_fence(void);
+/* pmkit_flush + pmkit_fence. */
+void pmkit_persist(const void *addr, size_t len);
+
+/* ---- allocator ------------------------------------------------------------ */
+
+#define PMKIT_ALLOC_MAX_SMALL 8192u /* larger requests take whole chunks */
+
+/* Allocate `size` bytes (16-byte aligned; 64 for large) from the pool's heap.
+ * The allocation is durable (survives a crash) from the caller's next fence:
+ * publish the block only after a fence, as its contents require anyway.
+ * Inside a failure-atomic section (pmkit_fase_begin) allocations are
+ * journaled and replay-deterministic. Returns PMKIT_E_NOMEM when full. */
+int pmkit_alloc(pmkit_pool *pool, size_t size, void **out);
+/* As pmkit_alloc, with the contents zeroed and flushed. */
+int pmkit_zalloc(pmkit_pool *pool, size_t size, void **out);
+/* Release a block. The caller must durably unpublish it first (store, flush,
+ * fence). Detects pointers that are not live blocks (PMKIT_E_INVAL) such as
+ * double frees. Inside a failure-atomic section the free is deferred until
+ * the section commits. NULL is accepted and ignored. */
+int pmkit_free(pmkit_pool *pool, void *p);
+/* Usable size of a live block, 0 for anything else. */
+size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
+
+/* ---- persistent thread contexts ----------------------------------------- */
+
+#define PMKIT_MAX_THREADS 64u /* context slots per pool                     */
+#define PMKIT_JOURNAL_MAX 96u /* allocations + frees per failure-atomic sec. */
+#define PMKIT_CTX_EXT_WORDS 16u
+
+typedef struct pmkit_ctx pmkit_ctx;
+
+typedef enum {
+  PMKIT_CTX_IDLE = 0,   /* no failure-atomic section in flight            */
+  PMKIT_CTX_ACTIVE = 1, /* a section began and did not commit: recover it */
+} pmkit_ctx_state;
+
+/* The calling thread's context slot in `pool`: claimed on first call (the
+ * lowest slot not claimed in this run and with no work in flight), the same
+ * slot for the rest of the thread's life. Slot ids are stable across runs:
+ * what a slot holds persists. PMKIT_E_NOSPC when all slots are claimed. */
+int pmkit_ctx_get(pmkit_pool *pool, pmkit_ctx **out);
+/* Claim slot `id` for the calling thread, e.g. to recover its work.
+ * PMKIT_E_BUSY if another thread of this run holds it. Release with
+ * pmkit_ctx_release. */
+int pmkit_ctx_adopt(pmkit_pool *pool, unsigned id, pmkit_ctx **out);
+/* Give a claimed slot back (called automatically at thread exit). */
+int pmkit_ctx_release(pmkit_ctx *ctx);
+unsigned pmkit_ctx_id(const pmkit_ctx *ctx);
+pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *ctx);
+/* Slot `id` state without claiming it: for recovery to enumerate work. */
+int pmkit_ctx_peek(pmkit_pool *pool, unsigned id, pmkit_ctx_state *state);
+/* PMKIT_CTX_EXT_WORDS persistent words a runtime may own (index by the
+ * PMKIT_EXT_* slot of include/pmkit/abi.h). Pool-relative offsets stored here
+ * are treated as roots by pmkit_pool_gc. */
+uint64_t *pmkit_ctx_ext(pmkit_ctx *ctx);
+
+/* Failure-atomic sections (for runtimes, not applications): the allocation
+ * journal. Between begin and commit, pmkit_alloc/pmkit_free on the same
+ * thread are journaled: frees are deferred to commit; after a crash, a
+ * section re-executed under pmkit_fase_replay gets exactly the blocks the
+ * interrupted execution got, in the same order. */
+int pmkit_fase_begin(pmkit_ctx *ctx, uint64_t tag);
+/* Start re-executing the interrupted section of an ACTIVE slot. */
+int pmkit_fase_replay(pmkit_ctx *ctx);
+/* Commit: one ordered store makes the section done, then deferred frees are
+ * applied (finished by pmkit_pool_open if a crash interrupts them). */
+int pmkit_fase_commit(pmkit_ctx *ctx);
+/* Give up the section of an ACTIVE slot: its journaled allocations are
+ * released, its deferred frees dropped, and the slot becomes IDLE. For
+ * runtimes that roll a section back instead of re-executing it. */
+int pmkit_fase_abort(pmkit_ctx *ctx);
+/* The tag passed to pmkit_fase_begin of the section in flight. */
+uint64_t pmkit_fase_tag(const pmkit_ctx *ctx);
+
+/* ---- PM-resident locks ----------------------------------------------------
+ * Place these in the pool. Zero-initialised memory is an unlocked lock. A
+ * lock held when a run crashed is free in the next run: its generation no
+ * longer matches the pool's. They work in DRAM too (no reset needed). */
+
+typedef struct __attribute__((aligned(8))) pmkit_mutex {
+  uint32_t state; /* 0 free, 1 locked, 2 locked with waiters */
+  uint32_t gen;   /* low 32 bits of the run generation that used it */
+} pmkit_mutex;
+typedef struct __attribute__((aligned(8))) pmkit_rwlock {
+  uint32_t state; /* readers count, or PMKIT_RW_WRITER */
+  uint32_t gen;
+} pmkit_rwlock;
+
+void pmkit_mutex_lock(pmkit_mutex *m);
+int pmkit_mutex_trylock(pmkit_mutex *m); /* 0 or PMKIT_E_BUSY */
+void pmkit_mutex_unlock(pmkit_mutex *m);
+void pmkit_rwlock_rdlock(pmkit_rwlock *l);
+void pmkit_rwlock_wrlock(pmkit_rwlock *l);
+void pmkit_rwlock_unlock(pmkit_rwlock *l);
+
+/* ---- crash points -------------------------------------------------------
+ * Crash points are places where a runtime lets an emulated power failure
+ * happen: every pmkit_fence, every persistent store of the allocator and
+ * contexts, and points later runtimes document. With PMKIT_CRASH_AT=N the
+ * N-th crash point of the process (counting from 1, all threads) ends it at
+ * once with _exit(PMKIT_CRASH_EXIT), leaving PM as an eADR platform would.
+ * With PMKIT_CRASH_SEED=S each point crashes with probability
+ * 1/PMKIT_CRASH_EVERY (default 1000), drawn from a generator seeded by S.
+ * PMKIT_CRASH_REPORT=FILE writes the number of points passed at exit. */
+
+#define PMKIT_CRASH_EXIT 86 /* exit status of an emulated power failure */
+
+/* Count one crash point; may not return. */
+void pmkit_crash_point(void);
+/* Crash points passed so far in this process. */
+uint64_t pmkit_crash_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PMKIT_PMKIT_H */

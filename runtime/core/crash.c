@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * crash.c -- emulated power failures at crash points. PMKIT_CRASH_AT=N ends
+ * the process at the N-th point; PMKIT_CRASH_SEED=S at each point with
+ * probability 1/PMKIT_CRASH_EVERY (default 1000), from a generator seeded by
+ * S; PMKIT_CRASH_REPORT=FILE writes the number of points passed at normal
+ * exit. The process ends with _exit(PMKIT_CRASH_EXIT): no atexit handlers, no
+ * stdio flush, every thread gone at once. On a pool in a tmpfs file every
+ * retired store survives, which is exactly the eADR failure model.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int pmk_crash_armed;
+static _Atomic uint64_t pmk_points;
+static uint64_t crash_at;   /* 0 = off */
+static uint64_t crash_every; /* with a seed */
+static _Atomic uint64_t rng_state;
+static const char *report_path;
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void write_report(void) {
+  FILE *f = fopen(report_path, "w");
+  if (!f)
+    return;
+  fprintf(f, "%llu\n", (unsigned long long)atomic_load(&pmk_points));
+  fclose(f);
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v)
+    return dflt;
+  char *end;
+  unsigned long long x = strtoull(v, &end, 0);
+  if (*end) {
+    fprintf(stderr, "pmkit: %s=%s is not a number; ignored\n", name, v);
+    return dflt;
+  }
+  return x;
+}
+
+void pmk_crash_init(void) {
+  crash_at = env_u64("PMKIT_CRASH_AT", 0);
+  const char *seed = getenv("PMKIT_CRASH_SEED");
+  if (seed && *seed) {
+    atomic_store(&rng_state, env_u64("PMKIT_CRASH_SEED", 0));
+    crash_every = env_u64("PMKIT_CRASH_EVERY", 1000);
+    if (crash_every == 0)
+      crash_every = 1;
+  }
+  report_path = getenv("PMKIT_CRASH_REPORT");
+  if (report_path && *report_path)
+    atexit(write_report);
+  else
+    report_path = NULL;
+  pmk_crash_armed = crash_at || crash_every || report_path;
+}
+
+static _Noreturn void crash_now(void) { _exit(PMKIT_CRASH_EXIT); }
+
+void pmk_crash_tick(void) {
+  uint64_t n = atomic_fetch_add(&pmk_points, 1) + 1;
+  if (crash_at && n == crash_at)
+    crash_now();
+  if (crash_every) {
+    uint64_t s = atomic_load(&rng_state), next, r;
+    do {
+      next = s;
+      r = splitmix(&next);
+    } while (!atomic_compare_exchange_weak(&rng_state, &s, next));
+    if (r % crash_every == 0)
+      crash_now();
+  }
+}
+
+void pmkit_crash_point(void) {
+  pmk_init();
+  pmk_crash_point();
+}
+void __pmkit_crash_point(void) { pmk_crash_point(); }
+uint64_t pmkit_crash_count(void) { return atomic_load(&pmk_points); }

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctx.c -- persistent per-thread context slots and the state machine of a
+ * failure-atomic section (IDLE -> ACTIVE -> COMMITTING -> IDLE). A slot's
+ * persistent contents (state, tag, allocation journal, runtime extension
+ * words) outlive the process; which thread holds it is volatile and per run,
+ * so after a crash recovery can adopt a slot whose section was in flight.
+ * The allocation journal itself lives in heap.c. Entry points:
+ * pmkit_ctx_get, pmkit_fase_begin, pmkit_fase_commit.
+ */
+#include "internal.h"
+
+static int claim(pmkit_pool *p, unsigned id) {
+  int zero = 0;
+  return atomic_compare_exchange_strong(&p->claimed[id], &zero, 1);
+}
+
+int pmkit_ctx_get(pmkit_pool *p, pmkit_ctx **out) {
+  if (!p || !out)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_get: NULL argument");
+  struct pmk_tc *tc = pmk_tc(p);
+  if (!tc)
+    return pmk_err(PMKIT_E_NOMEM, "no memory for thread state");
+  if (tc->ctx) {
+    *out = tc->ctx;
+    return 0;
+  }
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    if (p->ctxs[i].state != PMK_CTX_IDLE || !claim(p, i))
+      continue;
+    tc->ctx = &p->ctx[i];
+    *out = tc->ctx;
+    return 0;
+  }
+  return pmk_err(PMKIT_E_NOSPC,
+                 "all %u thread context slots are in use or await recovery",
+                 PMKIT_MAX_THREADS);
+}
+
+int pmkit_ctx_adopt(pmkit_pool *p, unsigned id, pmkit_ctx **out) {
+  if (!p || !out || id >= PMKIT_MAX_THREADS)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_adopt: bad argument");
+  if (!claim(p, id))
+    return pmk_err(PMKIT_E_BUSY, "context slot %u is held by another thread",
+                   id);
+  *out = &p->ctx[id];
+  return 0;
+}
+
+int pmkit_ctx_release(pmkit_ctx *c) {
+  if (!c)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_release: NULL context");
+  struct pmk_tc *tc = pmk_tc(c->pool);
+  if (tc && tc->ctx == c)
+    tc->ctx = NULL;
+  if (tc && tc->fase == c)
+    tc->fase = NULL;
+  atomic_store(&c->pool->claimed[c->id], 0);
+  return 0;
+}
+
+unsigned pmkit_ctx_id(const pmkit_ctx *c) { return c->id; }
+
+pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *c) {
+  return c->pm->state == PMK_CTX_ACTIVE ? PMKIT_CTX_ACTIVE : PMKIT_CTX_IDLE;
+}
+
+int pmkit_ctx_peek(pmkit_pool *p, unsigned id, pmkit_ctx_state *state) {
+  if (!p || !state || id >= PMKIT_MAX_THREADS)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_peek: bad argument");
+  *state = pmkit_ctx_state_of(&p->ctx[id]);
+  return 0;
+}
+
+uint64_t *pmkit_ctx_ext(pmkit_ctx *c) { return c->pm->ext; }
+
+static int fase_thread(pmkit_ctx *c, struct pmk_tc **tcp) {
+  if (!c)
+    return pmk_err(PMKIT_E_INVAL, "NULL context");
+  if (c->pool->flags & PMKIT_POOL_INSPECT)
+    return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  *tcp = pmk_tc(c->pool);
+  if (!*tcp)
+    return pmk_err(PMKIT_E_NOMEM, "no memory for thread state");
+  return 0;
+}
+
+int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
+  struct pmk_tc *tc;
+  int r = fase_thread(c, &tc);
+  if (r)
+    return r;
+  if (c->pm->state != PMK_CTX_IDLE || tc->fase)
+    return pmk_err(PMKIT_E_STATE, "context %u: a section is already in "
+                                  "flight",
+                   c->id);
+  struct pmk_ctx_pm *pm = c->pm;
+  pmk_store64(&pm->tag, tag);
+  if (pm->njournal)
+    pmk_store64(&pm->njournal, 0);
+  pmk_store64(&pm->seq, pm->seq + 1);
+  pmk_fence();
+  pmk_store64(&pm->state, PMK_CTX_ACTIVE);
+  pmk_fence();
+  tc->fase = c;
+  tc->replay = 0;
+  tc->rcur = 0;
+  return 0;
+}
+
+int pmkit_fase_replay(pmkit_ctx *c) {
+  struct pmk_tc *tc;
+  int r = fase_thread(c, &tc);
+  if (r)
+    return r;
+  if (c->pm->state != PMK_CTX_ACTIVE)
+    return pmk_err(PMKIT_E_STATE, "context %u: no section to replay", c->id);
+  tc->fase = c;
+  tc->replay = 1;
+  tc->rcur = 0;
+  return 0;
+}
+
+int pmkit_fase_commit(pmkit_ctx *c) {
+  struct pmk_tc *tc;
+  int r = fase_thread(c, &tc);
+  if (r)
+    return r;
+  if (c->pm->state != PMK_CTX_ACTIVE || tc->fase != c)
+    return pmk_err(PMKIT_E_STATE, "context %u: no section in flight on this "
+                                  "thread",
+                   c->id);
+  tc->fase = NULL;
+  tc->replay = 0;
+  if (c->pm->njournal == 0) { /* nothing deferred: one ordered store */
+    pmk_store64(&c->pm->state, PMK_CTX_IDLE);
+    pmk_fence();
+    return 0;
+  }
+  pmk_store64(&c->pm->state, PMK_CTX_COMMITTING);
+  pmk_fence();
+  return pmk_journal_finish(c->pool, c->pm);
+}
+
+int pmkit_fase_abort(pmkit_ctx *c) {
+  struct pmk_tc *tc;
+  int r = fase_thread(c, &tc);
+  if (r)
+    return r;
+  if (c->pm->state != PMK_CTX_ACTIVE)
+    return pmk_err(PMKIT_E_STATE, "context %u: no section to abort", c->id);
+  if (tc->fase == c)
+    tc->fase = NULL;
+  tc->replay = 0;
+  pmk_journal_release(c->pool, c->pm, 0);
+  pmk_store64(&c->pm->state, PMK_CTX_IDLE);
+  pmk_fence();
+  return 0;
+}
+
+uint64_t pmkit_fase_tag(const pmkit_ctx *c) { return c->pm->tag; }

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * flush.c -- the one boundary between pmkit and the cache-control hardware
+ * (STYLE rule 5): the persistence domain, the flush instruction picked by
+ * CPUID at start-up (clwb > clflushopt > clflush, overridable with
+ * PMKIT_FLUSH=clwb|clflushopt|clflush|none), and the fence. Also the library
+ * constructor pmk_init(), which reads every PMKIT_* variable once; public
+ * entry points that may run before constructors call it lazily.
+ */
+#include <cpuid.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int pmk_eadr;
+static pmkit_flush_t pmk_flush_kind = PMKIT_FLUSH_CLFLUSH;
+static pthread_once_t pmk_once = PTHREAD_ONCE_INIT;
+
+void pmk_crash_init(void); /* crash.c */
+
+static int cpu_has(pmkit_flush_t k) {
+  unsigned a, b, c, d;
+  switch (k) {
+  case PMKIT_FLUSH_NONE:
+    return 1;
+  case PMKIT_FLUSH_CLFLUSH:
+    return __get_cpuid(1, &a, &b, &c, &d) && (d & (1u << 19));
+  case PMKIT_FLUSH_CLFLUSHOPT:
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
+  case PMKIT_FLUSH_CLWB:
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 24));
+  }
+  return 0;
+}
+
+static void init_once(void) {
+  const char *d = getenv("PMKIT_DOMAIN");
+#ifdef PMKIT_FORCE_EADR
+  pmk_eadr = 1;
+  (void)d;
+#else
+  if (d && !strcmp(d, "eadr"))
+    pmk_eadr = 1;
+  else if (d && *d && strcmp(d, "adr"))
+    fprintf(stderr, "pmkit: PMKIT_DOMAIN=%s is not adr or eadr; using adr\n",
+            d);
+#endif
+  pmk_flush_kind = PMKIT_FLUSH_CLFLUSH;
+  if (cpu_has(PMKIT_FLUSH_CLWB))
+    pmk_flush_kind = PMKIT_FLUSH_CLWB;
+  else if (cpu_has(PMKIT_FLUSH_CLFLUSHOPT))
+    pmk_flush_kind = PMKIT_FLUSH_CLFLUSHOPT;
+  const char *f = getenv("PMKIT_FLUSH");
+  if (f && *f) {
+    static const pmkit_flush_t kinds[] = {PMKIT_FLUSH_NONE, PMKIT_FLUSH_CLFLUSH,
+                                          PMKIT_FLUSH_CLFLUSHOPT,
+                                          PMKIT_FLUSH_CLWB};
+    int found = 0;
+    for (unsigned i = 0; i < 4; i++) {
+      if (strcmp(f, pmkit_flush_name(kinds[i])))
+        continue;
+      found = 1;
+      if (cpu_has(kinds[i]))
+        pmk_flush_kind = kinds[i];
+      else
+        fprintf(stderr,
+                "pmkit: PMKIT_FLUSH=%s: this CPU lacks the instruction; "
+                "using %s\n",
+                f, pmkit_flush_name(pmk_flush_kind));
+    }
+    if (!found)
+      fprintf(stderr,
+              "pmkit: PMKIT_FLUSH=%s is not clwb, clflushopt, clflush or "
+              "none; using %s\n",
+              f, pmkit_flush_name(pmk_flush_kind));
+  }
+  if (pmk_eadr)
+    pmk_flush_kind = PMKIT_FLUSH_NONE;
+  pmk_crash_init();
+}
+
+__attribute__((constructor)) void pmk_init(void) {
+  pthread_once(&pmk_once, init_once);
+}
+
+pmkit_domain_t pmkit_domain(void) {
+  pmk_init();
+  return pmk_eadr ? PMKIT_DOMAIN_EADR : PMKIT_DOMAIN_ADR;
+}
+
+pmkit_flush_t pmkit_flush_kind(void) {
+  pmk_init();
+  return pmk_flush_kind;
+}
+
+const char *pmkit_flush_name(pmkit_flush_t k) {
+  switch (k) {
+  case PMKIT_FLUSH_NONE: return "none";
+  case PMKIT_FLUSH_CLFLUSH: return "clflush";
+  case PMKIT_FLUSH_CLFLUSHOPT: return "clflushopt";
+  case PMKIT_FLUSH_CLWB: return "clwb";
+  }
+  return "?";
+}
+
+/* The instructions, encoded by hand so no -m flag is needed: clwb is
+ * 66 0f ae /6, clflushopt 66 0f ae /7, clflush 0f ae /7. */
+static inline void do_clwb(const void *p) {
+  __asm__ volatile(".byte 0x66, 0x0f, 0xae, 0x30" ::"a"(p) : "memory");
+}
+static inline void do_clflushopt(const void *p) {
+  __asm__ volatile(".byte 0x66, 0x0f, 0xae, 0x38" ::"a"(p) : "memory");
+}
+static inline void do_clflush(const void *p) {
+  __asm__ volatile("clflush (%0)" ::"r"(p) : "memory");
+}
+
+void pmk_flush_line(const void *p) {
+  switch (pmk_flush_kind) {
+  case PMKIT_FLUSH_CLWB: do_clwb(p); break;
+  case PMKIT_FLUSH_CLFLUSHOPT: do_clflushopt(p); break;
+  case PMKIT_FLUSH_CLFLUSH: do_clflush(p); break;
+  case PMKIT_FLUSH_NONE: break;
+  }
+}
+
+void pmkit_flush(const void *addr, size_t len) {
+#ifndef PMKIT_FORCE_EADR
+  if (pmk_flush_kind == PMKIT_FLUSH_NONE || len == 0)
+    return;
+  uintptr_t a = (uintptr_t)addr & ~(uintptr_t)63;
+  uintptr_t end = (uintptr_t)addr + len;
+  for (; a < end; a += 64)
+    pmk_flush_line((const void *)a);
+#else
+  (void)addr;
+  (void)len;
+#endif
+}
+
+void pmkit_fence(void) {
+  pmk_crash_point();
+  if (pmk_flush_kind != PMKIT_FLUSH_NONE)
+    __asm__ volatile("sfence" ::: "memory");
+  else
+    __asm__ volatile("" ::: "memory");
+}
+
+void pmkit_persist(const void *addr, size_t len) {
+  pmkit_flush(addr, len);
+  pmkit_fence();
+}

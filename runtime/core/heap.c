@@ -1,0 +1,968 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * heap.c -- the crash-consistent, thread-scalable allocator of a pool.
+ *
+ * Persistent truth is small and always consistent: a chunk table entry per
+ * 64 KiB chunk (free, small class, head or continuation of a large run) and,
+ * in each small chunk, a bitmap with one bit per block. Every change is one
+ * aligned 8-byte (or 4-byte table) store or locked RMW, so a crash at any
+ * instruction leaves valid metadata; the worst a crash can do is leak a block
+ * that was allocated but not yet published, which pmkit_pool_gc reclaims.
+ * A new small chunk's header is persisted and fenced before its table entry
+ * names its class, so a chunk is never seen with a stale bitmap.
+ *
+ * Speed comes from volatile state beside it: each thread owns one current
+ * chunk per size class and is the only one to set bits in it, so allocation
+ * is a bitmap scan plus one locked OR and one cache-line write-back, with no
+ * fence: the allocation becomes durable at the caller's next fence, which a
+ * correct program issues before publishing the block. Frees from any thread
+ * clear bits with a locked AND; a full chunk is detached from its owner and
+ * returns to a per-class list of partial chunks when a block in it is freed.
+ *
+ * Failure-atomic runtimes journal allocations in the thread's context slot
+ * (pmkit_fase_begin): each block is recorded before it is marked allocated,
+ * frees are deferred to commit, and a replayed section gets the same blocks
+ * back in the same order. Entry points: pmkit_alloc, pmkit_free,
+ * pmk_heap_open (rebuild after open), pmkit_pool_gc.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const uint32_t pmk_class_size[PMK_NCLASS] = {
+    16,   32,   48,   64,   80,   96,   112,  128,  160,  192,  224,
+    256,  320,  384,  448,  512,  640,  768,  896,  1024, 1280, 1536,
+    1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192};
+
+static uint8_t cls_by16[65];  /* (size + 15) / 16 -> class, size <= 1024 */
+static uint8_t cls_by128[65]; /* (size + 127) / 128 -> class, size <= 8192 */
+static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
+
+static void cls_init(void) {
+  unsigned c = 0;
+  for (unsigned i = 0; i <= 64; i++) {
+    while (pmk_class_size[c] < i * 16)
+      c++;
+    cls_by16[i] = (uint8_t)c;
+  }
+  c = 0;
+  for (unsigned i = 0; i <= 64; i++) {
+    while (pmk_class_size[c] < i * 128)
+      c++;
+    cls_by128[i] = (uint8_t)c;
+  }
+}
+
+static inline unsigned size_class(size_t size) {
+  if (size <= 1024)
+    return cls_by16[(size + 15) >> 4];
+  return cls_by128[(size + 127) >> 7];
+}
+
+static inline uint32_t nblocks_of(unsigned c) {
+  return (PMK_CHUNK - PMK_CHUNK_HDR) / pmk_class_size[c];
+}
+
+static inline uintptr_t chunk_addr(const pmkit_pool *p, uint32_t id) {
+  return p->heap + ((uintptr_t)id << PMK_CHUNK_SHIFT);
+}
+
+static inline struct pmk_chunk *chunk_hdr(const pmkit_pool *p, uint32_t id) {
+  return (struct pmk_chunk *)chunk_addr(p, id);
+}
+
+void pmk_fence(void) {
+  if (pmkit_flush_kind() != PMKIT_FLUSH_NONE)
+    __asm__ volatile("sfence" ::: "memory");
+  else
+    __asm__ volatile("" ::: "memory");
+}
+
+static void table_store(pmkit_pool *p, uint32_t id, uint32_t v) {
+  pmk_crash_point();
+  __atomic_store_n(&p->table[id], v, __ATOMIC_RELEASE);
+  pmk_flush_line(&p->table[id]);
+}
+
+/* ---- block lookup --------------------------------------------------------- */
+
+/* A live or dead block slot: where it is and how it is recorded. */
+struct blk {
+  uint32_t chunk; /* small: its chunk; large: the head chunk */
+  uint32_t idx;   /* small: block index; large: run length */
+  int large;
+  uintptr_t addr;
+  size_t size;
+};
+
+/* Find the block slot whose start is exactly `a`. Returns 0 or -1. */
+static int blk_at(const pmkit_pool *p, uintptr_t a, struct blk *b) {
+  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
+    return -1;
+  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+  uint32_t e = __atomic_load_n(&p->table[id], __ATOMIC_ACQUIRE);
+  uintptr_t ca = chunk_addr(p, id);
+  if (e & PMK_T_HEAD) {
+    if (a != ca + PMK_LARGE_HDR)
+      return -1;
+    b->chunk = id;
+    b->idx = e & PMK_T_LEN_MASK;
+    b->large = 1;
+    b->addr = a;
+    b->size = ((size_t)b->idx << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
+    return 0;
+  }
+  if (e == PMK_T_FREE || e > PMK_NCLASS)
+    return -1;
+  unsigned c = e - 1;
+  uint32_t bs = pmk_class_size[c];
+  if (a < ca + PMK_CHUNK_HDR)
+    return -1;
+  uint32_t rel = (uint32_t)(a - ca - PMK_CHUNK_HDR);
+  uint32_t idx = rel / bs;
+  if (rel != idx * bs || idx >= nblocks_of(c))
+    return -1;
+  b->chunk = id;
+  b->idx = idx;
+  b->large = 0;
+  b->addr = a;
+  b->size = bs;
+  return 0;
+}
+
+static int blk_live(const pmkit_pool *p, const struct blk *b) {
+  if (b->large)
+    return 1; /* a head entry is the allocation */
+  uint64_t w = __atomic_load_n(&chunk_hdr(p, b->chunk)->bitmap[b->idx >> 6],
+                               __ATOMIC_ACQUIRE);
+  return (w >> (b->idx & 63)) & 1;
+}
+
+/* The live block containing address `a` (interior pointers), for gc. */
+static int blk_containing(const pmkit_pool *p, uintptr_t a, struct blk *b) {
+  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
+    return -1;
+  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+  uint32_t e = p->table[id];
+  if (e == PMK_T_CONT) {
+    /* Walk back to the head; repaired tables have one. */
+    uint32_t h = id;
+    while (h > 0 && p->table[h] == PMK_T_CONT)
+      h--;
+    uint32_t he = p->table[h];
+    if (!(he & PMK_T_HEAD) || h + (he & PMK_T_LEN_MASK) <= id)
+      return -1;
+    return blk_at(p, chunk_addr(p, h) + PMK_LARGE_HDR, b);
+  }
+  if (e & PMK_T_HEAD)
+    return blk_at(p, chunk_addr(p, id) + PMK_LARGE_HDR, b);
+  if (e == PMK_T_FREE || e > PMK_NCLASS)
+    return -1;
+  uintptr_t ca = chunk_addr(p, id);
+  if (a < ca + PMK_CHUNK_HDR)
+    return -1;
+  uint32_t bs = pmk_class_size[e - 1];
+  uint32_t idx = (uint32_t)(a - ca - PMK_CHUNK_HDR) / bs;
+  if (idx >= nblocks_of(e - 1))
+    return -1;
+  if (blk_at(p, ca + PMK_CHUNK_HDR + (uintptr_t)idx * bs, b))
+    return -1;
+  return blk_live(p, b) ? 0 : -1;
+}
+
+/* ---- volatile lists -------------------------------------------------------- */
+
+static void list_push(struct pmk_list *l, uint32_t id) {
+  pthread_mutex_lock(&l->lock);
+  if (l->n == l->cap) {
+    uint32_t cap = l->cap ? l->cap * 2 : 16;
+    uint32_t *ids = realloc(l->ids, cap * sizeof *ids);
+    if (!ids) { /* out of DRAM: the chunk stays detached until reopen */
+      pthread_mutex_unlock(&l->lock);
+      return;
+    }
+    l->ids = ids;
+    l->cap = cap;
+  }
+  l->ids[l->n++] = id;
+  pthread_mutex_unlock(&l->lock);
+}
+
+static uint32_t list_pop(struct pmk_list *l) {
+  uint32_t id = PMK_NONE;
+  pthread_mutex_lock(&l->lock);
+  if (l->n)
+    id = l->ids[--l->n];
+  pthread_mutex_unlock(&l->lock);
+  return id;
+}
+
+static int chunk_has_free(const pmkit_pool *p, uint32_t id) {
+  const struct pmk_chunk *ch = chunk_hdr(p, id);
+  uint32_t nw = (ch->nblocks + 63) >> 6;
+  for (uint32_t w = 0; w < nw; w++)
+    if (~__atomic_load_n(&ch->bitmap[w], __ATOMIC_ACQUIRE))
+      return 1;
+  return 0;
+}
+
+/* A detached chunk with a free block goes (once) to its class list. The
+ * seq_cst state store and the freer's seq_cst RMW make sure that either the
+ * detacher sees the freed bit or the freer sees DETACHED. */
+static void maybe_list(pmkit_pool *p, uint32_t id, unsigned c) {
+  uint8_t s = PMK_CS_DETACHED;
+  if (atomic_compare_exchange_strong(&p->cstate[id], &s, PMK_CS_LISTED))
+    list_push(&p->partial[c], id);
+}
+
+static void detach(pmkit_pool *p, uint32_t id, unsigned c) {
+  atomic_store(&p->cstate[id], PMK_CS_DETACHED);
+  if (chunk_has_free(p, id))
+    maybe_list(p, id, c);
+}
+
+/* ---- chunks ------------------------------------------------------------------ */
+
+static void chunk_init_small(pmkit_pool *p, uint32_t id, unsigned c) {
+  struct pmk_chunk *ch = chunk_hdr(p, id);
+  uint32_t nb = nblocks_of(c);
+  pmk_crash_point();
+  ch->cls = c + 1;
+  ch->nblocks = nb;
+  memset(ch->bitmap, 0, sizeof ch->bitmap);
+  /* Bits past the last block read as allocated, so scans skip them. */
+  for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
+    ch->bitmap[i >> 6] |= 1ull << (i & 63);
+  pmkit_flush(ch, sizeof *ch);
+  pmk_fence(); /* header durable before the table names the class */
+  table_store(p, id, c + 1);
+}
+
+/* Take free chunks [first, first+n) out of the volatile free map. */
+static uint32_t freemap_take(pmkit_pool *p, uint32_t n) {
+  pthread_mutex_lock(&p->chunk_lock);
+  uint32_t run = 0, found = PMK_NONE;
+  for (uint32_t k = 0; k < p->nchunks; k++) {
+    uint32_t id = (p->rover + k) % p->nchunks;
+    if (n > 1 && id == 0)
+      run = 0; /* runs do not wrap around */
+    if (p->freemap[id >> 6] >> (id & 63) & 1) {
+      if (++run == n) {
+        found = id + 1 - n;
+        break;
+      }
+    } else {
+      run = 0;
+    }
+  }
+  if (found != PMK_NONE) {
+    for (uint32_t i = found; i < found + n; i++)
+      p->freemap[i >> 6] &= ~(1ull << (i & 63));
+    p->rover = (found + n) % p->nchunks;
+  }
+  pthread_mutex_unlock(&p->chunk_lock);
+  return found;
+}
+
+static void freemap_put(pmkit_pool *p, uint32_t first, uint32_t n) {
+  pthread_mutex_lock(&p->chunk_lock);
+  for (uint32_t i = first; i < first + n; i++)
+    p->freemap[i >> 6] |= 1ull << (i & 63);
+  pthread_mutex_unlock(&p->chunk_lock);
+}
+
+static uint32_t take_chunk(pmkit_pool *p, unsigned c) {
+  uint32_t id = list_pop(&p->partial[c]);
+  if (id != PMK_NONE) {
+    atomic_store(&p->cstate[id], PMK_CS_OWNED);
+    return id;
+  }
+  id = freemap_take(p, 1);
+  if (id == PMK_NONE)
+    return id;
+  chunk_init_small(p, id, c);
+  atomic_store(&p->cstate[id], PMK_CS_OWNED);
+  return id;
+}
+
+static void large_commit(pmkit_pool *p, uint32_t first, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++)
+    table_store(p, first + i, PMK_T_CONT);
+  struct pmk_chunk *ch = chunk_hdr(p, first);
+  ch->cls = PMK_T_HEAD | n;
+  ch->nblocks = 1;
+  pmk_flush_line(ch);
+  table_store(p, first, PMK_T_HEAD | n); /* the commit point */
+}
+
+static uint32_t large_len(size_t size) {
+  return (uint32_t)((size + PMK_LARGE_HDR + PMK_CHUNK - 1) >> PMK_CHUNK_SHIFT);
+}
+
+/* ---- thread caches ----------------------------------------------------------- */
+
+__thread struct pmk_tc *pmk_tcs[PMK_MAX_POOLS];
+static pthread_key_t tc_key;
+static pthread_once_t tc_key_once = PTHREAD_ONCE_INIT;
+
+static void tc_thread_exit(void *unused) {
+  (void)unused;
+  for (unsigned i = 0; i < PMK_MAX_POOLS; i++) {
+    struct pmk_tc *tc = pmk_tcs[i];
+    if (!tc)
+      continue;
+    if (tc->pool && tc->serial == tc->pool->serial)
+      pmk_heap_thread_exit(tc->pool, tc);
+    free(tc);
+    pmk_tcs[i] = NULL;
+  }
+}
+
+static void tc_key_init(void) { pthread_key_create(&tc_key, tc_thread_exit); }
+
+struct pmk_tc *pmk_tc_slow(pmkit_pool *p) {
+  struct pmk_tc *tc = pmk_tcs[p->id];
+  if (!tc) {
+    tc = malloc(sizeof *tc);
+    if (!tc)
+      return NULL;
+    pthread_once(&tc_key_once, tc_key_init);
+    pthread_setspecific(tc_key, (void *)1);
+    pmk_tcs[p->id] = tc;
+  }
+  memset(tc, 0, sizeof *tc);
+  tc->serial = p->serial;
+  tc->pool = p;
+  for (unsigned c = 0; c < PMK_NCLASS; c++)
+    tc->cls[c].chunk = PMK_NONE;
+  return tc;
+}
+
+void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc) {
+  for (unsigned c = 0; c < PMK_NCLASS; c++)
+    if (tc->cls[c].chunk != PMK_NONE) {
+      detach(p, tc->cls[c].chunk, c);
+      tc->cls[c].chunk = PMK_NONE;
+    }
+  if (tc->ctx) {
+    pmkit_ctx_release(tc->ctx);
+    tc->ctx = NULL;
+  }
+}
+
+/* ---- reserve and commit -------------------------------------------------------- */
+
+/* Pick a free small block of class c in the thread's own chunk. Only the
+ * owner sets bits in a chunk, so the block stays free until committed. */
+static int small_pick(pmkit_pool *p, struct pmk_tc *tc, unsigned c,
+                      struct blk *b) {
+  struct pmk_tcls *t = &tc->cls[c];
+  for (;;) {
+    if (t->chunk != PMK_NONE) {
+      struct pmk_chunk *ch = chunk_hdr(p, t->chunk);
+      uint32_t nw = (ch->nblocks + 63) >> 6;
+      for (uint32_t i = 0; i < nw; i++) {
+        uint32_t w = t->word + i;
+        if (w >= nw)
+          w -= nw;
+        uint64_t v = __atomic_load_n(&ch->bitmap[w], __ATOMIC_RELAXED);
+        if (~v) {
+          t->word = w;
+          b->chunk = t->chunk;
+          b->idx = w * 64 + (uint32_t)__builtin_ctzll(~v);
+          b->large = 0;
+          b->size = pmk_class_size[c];
+          b->addr = chunk_addr(p, t->chunk) + PMK_CHUNK_HDR +
+                    (uintptr_t)b->idx * b->size;
+          return 0;
+        }
+      }
+      detach(p, t->chunk, c);
+      t->chunk = PMK_NONE;
+    }
+    uint32_t id = take_chunk(p, c);
+    if (id == PMK_NONE)
+      return pmk_err(PMKIT_E_NOMEM, "pool heap exhausted (%u-byte class)",
+                     pmk_class_size[c]);
+    t->chunk = id;
+    t->word = 0;
+  }
+}
+
+static int reserve(pmkit_pool *p, struct pmk_tc *tc, size_t size,
+                   struct blk *b) {
+  if (size <= PMKIT_ALLOC_MAX_SMALL)
+    return small_pick(p, tc, size_class(size ? size : 1), b);
+  if (size > ((size_t)p->nchunks << PMK_CHUNK_SHIFT))
+    return pmk_err(PMKIT_E_NOMEM, "allocation of %zu bytes exceeds the pool",
+                   size);
+  uint32_t n = large_len(size);
+  uint32_t first = freemap_take(p, n);
+  if (first == PMK_NONE)
+    return pmk_err(PMKIT_E_NOMEM, "pool heap has no %u free chunks in a row",
+                   n);
+  b->chunk = first;
+  b->idx = n;
+  b->large = 1;
+  b->addr = chunk_addr(p, first) + PMK_LARGE_HDR;
+  b->size = ((size_t)n << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
+  return 0;
+}
+
+static void commit(pmkit_pool *p, const struct blk *b) {
+  if (b->large) {
+    large_commit(p, b->chunk, b->idx);
+    return;
+  }
+  uint64_t *w = &chunk_hdr(p, b->chunk)->bitmap[b->idx >> 6];
+  pmk_crash_point();
+  __atomic_fetch_or(w, 1ull << (b->idx & 63), __ATOMIC_RELAXED);
+  pmk_flush_line(w);
+}
+
+/* Persistently release a block; 1 if it was live, 0 if already free. Used
+ * directly where no volatile state exists yet (open) and by pmkit_free. */
+static int release(pmkit_pool *p, const struct blk *b) {
+  if (b->large) {
+    if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
+      return 0;
+    table_store(p, b->chunk, PMK_T_FREE); /* the commit point */
+    for (uint32_t i = 1; i < b->idx; i++)
+      table_store(p, b->chunk + i, PMK_T_FREE);
+    return 1;
+  }
+  uint64_t *w = &chunk_hdr(p, b->chunk)->bitmap[b->idx >> 6];
+  uint64_t m = 1ull << (b->idx & 63);
+  pmk_crash_point();
+  uint64_t old = __atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
+  pmk_flush_line(w);
+  return (old & m) != 0;
+}
+
+int pmk_raw_free(pmkit_pool *p, uint64_t off) {
+  struct blk b;
+  if (blk_at(p, p->base + off, &b))
+    return 0;
+  return release(p, &b);
+}
+
+/* Release with the volatile bookkeeping of a running pool. */
+static int do_free(pmkit_pool *p, struct blk *b) {
+  if (!release(p, b))
+    return pmk_err(PMKIT_E_INVAL, "pmkit_free(%p): block is not allocated "
+                                  "(double free?)",
+                   (void *)b->addr);
+  if (b->large) {
+    freemap_put(p, b->chunk, b->idx);
+  } else if (atomic_load(&p->cstate[b->chunk]) == PMK_CS_DETACHED) {
+    maybe_list(p, b->chunk, p->table[b->chunk] - 1);
+  }
+  return 0;
+}
+
+/* ---- journaled allocation (failure-atomic sections) ---------------------------- */
+
+static void journal_append(struct pmk_ctx_pm *c, uint64_t e) {
+  uint64_t n = c->njournal;
+  pmk_store64(&c->journal[n], e);
+  pmk_fence(); /* entry durable before the count covers it */
+  pmk_store64(&c->njournal, n + 1);
+  pmk_fence(); /* count durable before the block is marked allocated */
+}
+
+static uint64_t entry_of(const pmkit_pool *p, const struct blk *b) {
+  uint64_t e = (uint64_t)(b->addr - p->base);
+  if (b->large)
+    e |= (uint64_t)b->idx << PMK_J_LEN_SHIFT;
+  return e;
+}
+
+/* Ensure a journaled allocation is marked allocated (idempotent). */
+static void materialize(pmkit_pool *p, uint64_t e) {
+  uint64_t off = e & PMK_J_OFF_MASK;
+  uint32_t n = (uint32_t)((e & ~PMK_J_FREE) >> PMK_J_LEN_SHIFT);
+  uintptr_t a = p->base + off;
+  if (n) {
+    uint32_t first = (uint32_t)((a - PMK_LARGE_HDR - p->heap) >> PMK_CHUNK_SHIFT);
+    if (p->table[first] != (PMK_T_HEAD | n))
+      large_commit(p, first, n);
+    return;
+  }
+  struct blk b;
+  if (!blk_at(p, a, &b) && !blk_live(p, &b))
+    commit(p, &b);
+}
+
+void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
+  for (uint64_t i = 0; i < c->njournal && i < PMKIT_JOURNAL_MAX; i++)
+    if (!(c->journal[i] & PMK_J_FREE))
+      materialize(p, c->journal[i]);
+}
+
+/* Release the allocations journaled at index >= from, and forget them. */
+int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
+  for (uint64_t i = c->njournal; i-- > from;) {
+    uint64_t e = c->journal[i];
+    if (e & PMK_J_FREE)
+      continue;
+    struct blk b;
+    if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b))
+      continue;
+    if (p->freemap)
+      do_free(p, &b);
+    else
+      release(p, &b);
+  }
+  pmk_store64(&c->njournal, from);
+  pmk_fence();
+  return 0;
+}
+
+/* Apply deferred frees of a committed section, then empty the journal and
+ * mark the slot idle. Idempotent: safe to repeat after a crash. */
+int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c) {
+  for (uint64_t i = 0; i < c->njournal && i < PMKIT_JOURNAL_MAX; i++) {
+    uint64_t e = c->journal[i];
+    if (!(e & PMK_J_FREE))
+      continue;
+    struct blk b;
+    if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b))
+      continue;
+    if (p->freemap) {
+      if (blk_live(p, &b))
+        do_free(p, &b);
+    } else {
+      release(p, &b);
+    }
+  }
+  pmk_fence();
+  pmk_store64(&c->njournal, 0);
+  pmk_fence();
+  pmk_store64(&c->state, PMK_CTX_IDLE);
+  pmk_fence();
+  return 0;
+}
+
+static int fase_alloc(pmkit_pool *p, struct pmk_tc *tc, size_t size,
+                      void **out) {
+  struct pmk_ctx_pm *c = tc->fase->pm;
+  if (tc->replay) {
+    if (tc->rcur < c->njournal) {
+      uint64_t e = c->journal[tc->rcur];
+      struct blk b;
+      if (!(e & PMK_J_FREE) && !blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b) &&
+          b.size >= size) {
+        tc->rcur++;
+        materialize(p, e);
+        *out = (void *)b.addr;
+        return 0;
+      }
+      /* Re-execution diverged from the journal: drop the rest of it. */
+      pmk_journal_release(p, c, tc->rcur);
+    }
+    tc->replay = 0;
+  }
+  if (c->njournal >= PMKIT_JOURNAL_MAX)
+    return pmk_err(PMKIT_E_NOSPC,
+                   "more than %u allocations and frees in one failure-atomic "
+                   "section",
+                   PMKIT_JOURNAL_MAX);
+  struct blk b;
+  int r = reserve(p, tc, size, &b);
+  if (r)
+    return r;
+  journal_append(c, entry_of(p, &b));
+  commit(p, &b);
+  *out = (void *)b.addr;
+  return 0;
+}
+
+static int fase_free(pmkit_pool *p, struct pmk_tc *tc, struct blk *b) {
+  struct pmk_ctx_pm *c = tc->fase->pm;
+  uint64_t e = (uint64_t)(b->addr - p->base) | PMK_J_FREE;
+  if (tc->replay) {
+    if (tc->rcur < c->njournal && c->journal[tc->rcur] == e) {
+      tc->rcur++;
+      return 0;
+    }
+    if (tc->rcur < c->njournal)
+      pmk_journal_release(p, c, tc->rcur);
+    tc->replay = 0;
+  }
+  if (c->njournal >= PMKIT_JOURNAL_MAX)
+    return pmk_err(PMKIT_E_NOSPC,
+                   "more than %u allocations and frees in one failure-atomic "
+                   "section",
+                   PMKIT_JOURNAL_MAX);
+  journal_append(c, e);
+  return 0;
+}
+
+/* ---- public allocation API -------------------------------------------------------- */
+
+int pmkit_alloc(pmkit_pool *p, size_t size, void **out) {
+  if (PMK_UNLIKELY(!p || !out))
+    return pmk_err(PMKIT_E_INVAL, "pmkit_alloc: NULL argument");
+  struct pmk_tc *tc = pmk_tc(p);
+  if (PMK_UNLIKELY(!tc))
+    return pmk_err(PMKIT_E_NOMEM, "pmkit_alloc: no memory for thread cache");
+  if (PMK_UNLIKELY(p->flags & PMKIT_POOL_INSPECT))
+    return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  if (PMK_UNLIKELY(tc->fase != NULL))
+    return fase_alloc(p, tc, size, out);
+  struct blk b;
+  int r = reserve(p, tc, size, &b);
+  if (PMK_UNLIKELY(r))
+    return r;
+  commit(p, &b);
+  *out = (void *)b.addr;
+  return 0;
+}
+
+int pmkit_zalloc(pmkit_pool *p, size_t size, void **out) {
+  int r = pmkit_alloc(p, size, out);
+  if (r)
+    return r;
+  memset(*out, 0, size);
+  pmkit_flush(*out, size);
+  return 0;
+}
+
+int pmkit_free(pmkit_pool *p, void *ptr) {
+  if (!ptr)
+    return 0;
+  if (!p)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_free: NULL pool");
+  struct blk b;
+  if (blk_at(p, (uintptr_t)ptr, &b))
+    return pmk_err(PMKIT_E_INVAL,
+                   "pmkit_free(%p): not the start of a block of this pool", ptr);
+  struct pmk_tc *tc = pmk_tc(p);
+  if (PMK_UNLIKELY(tc && tc->fase != NULL)) {
+    if (!blk_live(p, &b))
+      return pmk_err(PMKIT_E_INVAL, "pmkit_free(%p): block is not allocated",
+                     ptr);
+    return fase_free(p, tc, &b);
+  }
+  return do_free(p, &b);
+}
+
+size_t pmkit_usable_size(pmkit_pool *p, const void *ptr) {
+  struct blk b;
+  if (!p || blk_at(p, (uintptr_t)ptr, &b) || !blk_live(p, &b))
+    return 0;
+  return b.size;
+}
+
+/* ---- open: repair and rebuild ------------------------------------------------------ */
+
+int pmk_heap_open(pmkit_pool *p, int repair) {
+  pthread_once(&cls_once, cls_init);
+  if (repair) {
+    /* Journals first: they only need the persistent layout. */
+    for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+      struct pmk_ctx_pm *c = &p->ctxs[i];
+      if (c->state == PMK_CTX_ACTIVE)
+        pmk_journal_materialize(p, c);
+      else if (c->state == PMK_CTX_COMMITTING)
+        pmk_journal_finish(p, c);
+    }
+  }
+  size_t fw = (p->nchunks + 63) / 64;
+  p->freemap = calloc(fw ? fw : 1, sizeof(uint64_t));
+  p->cstate = calloc(p->nchunks ? p->nchunks : 1, 1);
+  if (!p->freemap || !p->cstate) {
+    pmk_heap_close(p);
+    return pmk_err(PMKIT_E_NOMEM, "no DRAM for the allocator's state");
+  }
+  pthread_mutex_init(&p->chunk_lock, NULL);
+  for (unsigned c = 0; c < PMK_NCLASS; c++)
+    pthread_mutex_init(&p->partial[c].lock, NULL);
+
+  /* Chunks referenced by an in-flight journal must not be released. */
+  uint8_t *pinned = calloc(p->nchunks ? p->nchunks : 1, 1);
+  if (!pinned) {
+    pmk_heap_close(p);
+    return pmk_err(PMKIT_E_NOMEM, "no DRAM for the allocator's state");
+  }
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    struct pmk_ctx_pm *c = &p->ctxs[i];
+    for (uint64_t j = 0; j < c->njournal && j < PMKIT_JOURNAL_MAX; j++) {
+      uintptr_t a = p->base + (c->journal[j] & PMK_J_OFF_MASK);
+      if (a >= p->heap && a < chunk_addr(p, p->nchunks))
+        pinned[(a - p->heap) >> PMK_CHUNK_SHIFT] = 1;
+    }
+  }
+
+  for (uint32_t id = 0; id < p->nchunks;) {
+    uint32_t e = p->table[id];
+    if (e & PMK_T_HEAD) {
+      uint32_t n = e & PMK_T_LEN_MASK;
+      if (n == 0 || id + n > p->nchunks) { /* cannot happen; be safe */
+        free(pinned);
+        pmk_heap_close(p);
+        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad run length %u", id, n);
+      }
+      for (uint32_t i = 1; i < n; i++)
+        if (repair && p->table[id + i] != PMK_T_CONT)
+          table_store(p, id + i, PMK_T_CONT);
+      id += n;
+      continue;
+    }
+    if (e == PMK_T_CONT || e == PMK_T_FREE) {
+      /* An orphaned continuation is left over from a crash mid-free. */
+      if (e == PMK_T_CONT && repair)
+        table_store(p, id, PMK_T_FREE);
+      p->freemap[id >> 6] |= 1ull << (id & 63);
+      id++;
+      continue;
+    }
+    if (e > PMK_NCLASS) {
+      free(pinned);
+      pmk_heap_close(p);
+      return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
+    }
+    /* A small chunk: release it if empty, else make it available. */
+    struct pmk_chunk *ch = chunk_hdr(p, id);
+    uint32_t nb = nblocks_of(e - 1), used = 0;
+    for (uint32_t i = 0; i < nb; i++)
+      used += (ch->bitmap[i >> 6] >> (i & 63)) & 1;
+    if (used == 0 && repair && !pinned[id]) {
+      table_store(p, id, PMK_T_FREE);
+      p->freemap[id >> 6] |= 1ull << (id & 63);
+    } else if (used < nb) {
+      p->cstate[id] = PMK_CS_LISTED;
+      list_push(&p->partial[e - 1], id);
+    } else {
+      p->cstate[id] = PMK_CS_DETACHED;
+    }
+    id++;
+  }
+  free(pinned);
+  if (repair)
+    pmk_fence();
+  return 0;
+}
+
+void pmk_heap_close(pmkit_pool *p) {
+  free(p->freemap);
+  free(p->cstate);
+  p->freemap = NULL;
+  p->cstate = NULL;
+  for (unsigned c = 0; c < PMK_NCLASS; c++) {
+    free(p->partial[c].ids);
+    p->partial[c].ids = NULL;
+    p->partial[c].n = p->partial[c].cap = 0;
+  }
+}
+
+/* ---- check ------------------------------------------------------------------------------ */
+
+int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
+  pthread_once(&cls_once, cls_init);
+  uint64_t used = 0, bytes = 0, nfree = 0, nsmall = 0, nlarge = 0;
+  for (uint32_t id = 0; id < p->nchunks;) {
+    uint32_t e = p->table[id];
+    if (e & PMK_T_HEAD) {
+      uint32_t n = e & PMK_T_LEN_MASK;
+      if (n == 0 || id + n > p->nchunks)
+        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: run of %u chunks overruns "
+                                        "the heap",
+                       id, n);
+      nlarge += n;
+      used++;
+      bytes += ((uint64_t)n << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
+      id += n;
+      continue;
+    }
+    if (e == PMK_T_FREE || e == PMK_T_CONT) { /* orphan CONT is benign */
+      nfree++;
+      id++;
+      continue;
+    }
+    if (e > PMK_NCLASS)
+      return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
+    struct pmk_chunk *ch = chunk_hdr(p, id);
+    uint32_t nb = nblocks_of(e - 1);
+    if (ch->cls != e || ch->nblocks != nb)
+      return pmk_err(PMKIT_E_CORRUPT,
+                     "chunk %u: header (class %u, %u blocks) disagrees with "
+                     "table (class %u, %u blocks)",
+                     id, ch->cls, ch->nblocks, e, nb);
+    for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
+      if (!((ch->bitmap[i >> 6] >> (i & 63)) & 1))
+        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bitmap tail bit %u clear",
+                       id, i);
+    for (uint32_t i = 0; i < nb; i++)
+      if ((ch->bitmap[i >> 6] >> (i & 63)) & 1) {
+        used++;
+        bytes += pmk_class_size[e - 1];
+      }
+    nsmall++;
+    id++;
+  }
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    struct pmk_ctx_pm *c = &p->ctxs[i];
+    if (c->state > PMK_CTX_COMMITTING)
+      return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
+                     (unsigned long long)c->state);
+    if (c->njournal > PMKIT_JOURNAL_MAX)
+      return pmk_err(PMKIT_E_CORRUPT, "context %u: journal count %llu", i,
+                     (unsigned long long)c->njournal);
+    for (uint64_t j = 0; j < c->njournal; j++) {
+      struct blk b;
+      if (blk_at(p, p->base + (c->journal[j] & PMK_J_OFF_MASK), &b))
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "context %u: journal entry %llu is not a block", i,
+                       (unsigned long long)j);
+    }
+  }
+  if (p->st->root_off) {
+    struct blk b;
+    if (blk_at(p, p->base + p->st->root_off, &b) || !blk_live(p, &b))
+      return pmk_err(PMKIT_E_CORRUPT, "root object at offset %#llx is not an "
+                                      "allocated block",
+                     (unsigned long long)p->st->root_off);
+    if (b.size < p->st->root_size)
+      return pmk_err(PMKIT_E_CORRUPT, "root object smaller than recorded");
+  }
+  if (info) {
+    info->blocks_used = used;
+    info->bytes_used = bytes;
+    info->chunks_free = nfree;
+    info->chunks_small = nsmall;
+    info->chunks_large = nlarge;
+  }
+  return 0;
+}
+
+/* ---- garbage collection ------------------------------------------------------------------ */
+
+struct gc {
+  pmkit_pool *p;
+  uint64_t **marks; /* per chunk: one bit per block (large: bit 0) */
+  uintptr_t *stack;
+  size_t n, cap;
+  int oom;
+  unsigned flags;
+};
+
+static void gc_ref(struct gc *g, uint64_t v) {
+  pmkit_pool *p = g->p;
+  uintptr_t a;
+  if (v >= p->base && v < p->base + p->size)
+    a = (uintptr_t)v;
+  else if ((g->flags & PMKIT_GC_OFFSETS) && v >= p->hdr->heap_off &&
+           v < p->size)
+    a = p->base + v; /* a pool offset */
+  else
+    return;
+  struct blk b;
+  if (blk_containing(p, a, &b))
+    return;
+  uint64_t **mk = &g->marks[b.chunk];
+  if (!*mk && !(*mk = calloc(PMK_BITMAP_WORDS, sizeof(uint64_t)))) {
+    g->oom = 1;
+    return;
+  }
+  uint32_t i = b.large ? 0 : b.idx;
+  if ((*mk)[i >> 6] >> (i & 63) & 1)
+    return;
+  (*mk)[i >> 6] |= 1ull << (i & 63);
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 256;
+    uintptr_t *s = realloc(g->stack, cap * sizeof *s);
+    if (!s) {
+      g->oom = 1;
+      return;
+    }
+    g->stack = s;
+    g->cap = cap;
+  }
+  g->stack[g->n++] = b.addr;
+}
+
+int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
+  if (!p)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_gc: NULL pool");
+  if (p->flags & PMKIT_POOL_INSPECT)
+    return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  struct gc g = {.p = p, .flags = flags};
+  g.marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g.marks);
+  if (!g.marks)
+    return pmk_err(PMKIT_E_NOMEM, "no DRAM for gc marks");
+  if (p->st->root_off)
+    gc_ref(&g, p->base + p->st->root_off);
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    struct pmk_ctx_pm *c = &p->ctxs[i];
+    for (unsigned k = 0; k < PMKIT_CTX_EXT_WORDS; k++)
+      if (c->ext[k] >= p->hdr->heap_off && c->ext[k] < p->size)
+        gc_ref(&g, p->base + c->ext[k]); /* documented as offsets */
+      else
+        gc_ref(&g, c->ext[k]);
+    for (uint64_t j = 0; j < c->njournal && j < PMKIT_JOURNAL_MAX; j++)
+      if (!(c->journal[j] & PMK_J_FREE))
+        gc_ref(&g, p->base + (c->journal[j] & PMK_J_OFF_MASK));
+  }
+  while (g.n && !g.oom) {
+    uintptr_t a = g.stack[--g.n];
+    struct blk b;
+    blk_at(p, a, &b);
+    const uint64_t *w = (const uint64_t *)a;
+    for (size_t k = 0; k < b.size / 8; k++)
+      gc_ref(&g, w[k]);
+  }
+  int r = 0;
+  pmkit_gc_stats st = {0};
+  if (g.oom) {
+    r = pmk_err(PMKIT_E_NOMEM, "no DRAM to finish marking; nothing freed");
+  } else {
+    for (uint32_t id = 0; id < p->nchunks; id++) {
+      uint32_t e = p->table[id];
+      const uint64_t *mk = g.marks[id];
+      if (e & PMK_T_HEAD) {
+        struct blk b;
+        blk_at(p, chunk_addr(p, id) + PMK_LARGE_HDR, &b);
+        if (mk && (mk[0] & 1)) {
+          st.blocks_live++;
+        } else {
+          release(p, &b);
+          st.blocks_freed++;
+          st.bytes_freed += b.size;
+        }
+        continue;
+      }
+      if (e == PMK_T_FREE || e > PMK_NCLASS)
+        continue;
+      uint32_t nb = nblocks_of(e - 1);
+      uint32_t bs = pmk_class_size[e - 1];
+      for (uint32_t i = 0; i < nb; i++) {
+        struct blk b = {.chunk = id, .idx = i, .size = bs};
+        if (!blk_live(p, &b))
+          continue;
+        if (mk && (mk[i >> 6] >> (i & 63) & 1)) {
+          st.blocks_live++;
+        } else {
+          release(p, &b);
+          st.blocks_freed++;
+          st.bytes_freed += bs;
+        }
+      }
+    }
+    pmk_fence();
+  }
+  for (uint32_t id = 0; id < p->nchunks; id++)
+    free(g.marks[id]);
+  free(g.marks);
+  free(g.stack);
+  if (stats)
+    *stats = st;
+  if (r)
+    return r;
+  /* Rebuild the volatile state; thread caches see a new serial. */
+  pmk_heap_close(p);
+  p->serial = pmk_next_serial();
+  return pmk_heap_open(p, 1);
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * internal.h -- the persistent layout of a pmkit pool and the volatile state
+ * libpmkit keeps beside it, shared by the files of runtime/core. Everything
+ * here has hidden visibility (pmk_ prefix); the public surface is
+ * include/pmkit/pmkit.h.
+ *
+ * Pool layout (offsets from the fixed base address):
+ *   [0, 4K)          pmk_hdr: immutable after create, checksummed
+ *   [4K, 8K)         pmk_state: mutable words, each updated by one 8-byte store
+ *   [8K, ...)        PMKIT_MAX_THREADS context slots of PMK_CTX_SIZE bytes
+ *   table_off        chunk table: one uint32_t per chunk (the allocator's
+ *                    commit point for chunks)
+ *   heap_off         chunks of PMK_CHUNK bytes, 64 KiB aligned
+ * A small-class chunk starts with a pmk_chunk header whose bitmap has one bit
+ * per block (1 = allocated); a large allocation is a run of chunks whose
+ * first table entry is PMK_T_HEAD | length.
+ */
+#ifndef PMKIT_CORE_INTERNAL_H
+#define PMKIT_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "pmkit/abi.h"
+#include "pmkit/pmkit.h"
+
+#define PMK_HIDDEN __attribute__((visibility("hidden")))
+#define PMK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PMK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define PMK_MAGIC "PMKPOOL"  /* 8 bytes with the NUL */
+#define PMK_MAX_POOLS 16u    /* open at once in one process */
+#define PMK_HDR_SIZE 4096u
+#define PMK_STATE_OFF 4096u
+#define PMK_CTX_OFF 8192u
+#define PMK_CTX_SIZE 1024u
+#define PMK_CHUNK (64u << 10)
+#define PMK_CHUNK_SHIFT 16
+#define PMK_CHUNK_HDR 1024u  /* small chunk: header + bitmap, then blocks */
+#define PMK_LARGE_HDR 64u    /* large run: header, then the block */
+#define PMK_BITMAP_WORDS ((PMK_CHUNK_HDR - 64u) / 8u)
+#define PMK_NCLASS 32u
+
+/* Chunk table entries. */
+#define PMK_T_FREE 0u
+#define PMK_T_HEAD 0x80000000u /* | run length in chunks */
+#define PMK_T_CONT 0x40000000u
+#define PMK_T_LEN_MASK 0x3fffffffu
+/* 1..PMK_NCLASS: a small chunk of class (entry - 1). */
+
+struct pmk_hdr {
+  char magic[8];
+  uint32_t layout_version;
+  uint32_t hdr_size;
+  uint64_t size;
+  uint64_t base;
+  uint8_t uuid[16];
+  char layout[PMKIT_LAYOUT_MAX];
+  uint64_t ctx_off;
+  uint32_t nctx, ctx_size;
+  uint64_t table_off;
+  uint64_t heap_off;
+  uint64_t nchunks;
+  uint64_t chunk_size;
+  uint64_t created_ns;
+  uint64_t checksum; /* FNV-1a 64 over the bytes before this field */
+};
+
+struct pmk_state {
+  uint64_t run_gen;   /* bumped by every open; PM locks compare it */
+  uint64_t root_off;  /* 0 = no root yet; written last (commit) */
+  uint64_t root_size;
+};
+
+/* Context slot states (persistent). */
+#define PMK_CTX_IDLE 0u
+#define PMK_CTX_ACTIVE 1u
+#define PMK_CTX_COMMITTING 2u
+
+/* Journal entry: pool offset of the block, bits 48..62 the chunk count of a
+ * large block (0 for small), bit 63 set for a deferred free. */
+#define PMK_J_FREE (1ull << 63)
+#define PMK_J_LEN_SHIFT 48
+#define PMK_J_OFF_MASK ((1ull << 48) - 1)
+
+struct pmk_ctx_pm {
+  uint64_t state;
+  uint64_t tag;
+  uint64_t seq;    /* sections begun in this slot, ever */
+  uint64_t njournal;
+  uint64_t ext[PMKIT_CTX_EXT_WORDS];
+  uint64_t journal[PMKIT_JOURNAL_MAX];
+};
+_Static_assert(sizeof(struct pmk_ctx_pm) <= PMK_CTX_SIZE, "context slot");
+
+struct pmk_chunk {
+  uint32_t cls; /* PMK_T_* copy or class+1, informational */
+  uint32_t nblocks;
+  uint64_t pad[7];
+  uint64_t bitmap[PMK_BITMAP_WORDS];
+};
+_Static_assert(sizeof(struct pmk_chunk) == PMK_CHUNK_HDR, "chunk header");
+
+/* Volatile per-chunk state (small chunks). */
+enum { PMK_CS_NONE = 0, PMK_CS_OWNED, PMK_CS_DETACHED, PMK_CS_LISTED };
+
+struct pmk_list {
+  pthread_mutex_t lock;
+  uint32_t *ids;
+  uint32_t n, cap;
+};
+
+struct pmkit_ctx {
+  struct pmkit_pool *pool;
+  struct pmk_ctx_pm *pm;
+  unsigned id;
+};
+
+struct pmkit_pool {
+  int fd;
+  unsigned id;     /* index in the registry */
+  uint64_t serial; /* distinguishes reopenings for thread caches */
+  unsigned flags;
+  char *path;
+  uintptr_t base;
+  size_t size;
+  struct pmk_hdr *hdr;
+  struct pmk_state *st;
+  uint32_t *table;
+  uintptr_t heap;
+  uint32_t nchunks;
+  uint64_t gen;
+  struct pmk_ctx_pm *ctxs;
+  struct pmkit_ctx ctx[PMKIT_MAX_THREADS];
+  _Atomic int claimed[PMKIT_MAX_THREADS];
+
+  pthread_mutex_t chunk_lock; /* free chunk map and large runs */
+  uint64_t *freemap;          /* 1 = chunk free (volatile mirror) */
+  uint32_t rover;
+  _Atomic uint8_t *cstate;
+  struct pmk_list partial[PMK_NCLASS];
+  pthread_mutex_t root_lock;
+};
+
+/* error.c */
+PMK_HIDDEN int pmk_err(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+PMK_HIDDEN void pmk_clear_err(void);
+
+/* flush.c */
+PMK_HIDDEN void pmk_init(void);
+PMK_HIDDEN extern int pmk_eadr;
+PMK_HIDDEN void pmk_flush_line(const void *p);
+
+/* crash.c */
+PMK_HIDDEN extern int pmk_crash_armed;
+PMK_HIDDEN void pmk_crash_tick(void);
+static inline void pmk_crash_point(void) {
+  if (PMK_UNLIKELY(pmk_crash_armed))
+    pmk_crash_tick();
+}
+
+/* pool.c */
+PMK_HIDDEN uint64_t pmk_fnv1a(const void *p, size_t n);
+PMK_HIDDEN uint64_t pmk_next_serial(void);
+static inline void *pmk_at(const pmkit_pool *p, uint64_t off) {
+  return (void *)(p->base + off);
+}
+
+/* heap.c */
+struct pmk_tc;
+PMK_HIDDEN extern const uint32_t pmk_class_size[PMK_NCLASS];
+/* Build the volatile allocator state from the persistent metadata; with
+ * `repair`, first finish journals and repair benign leftovers of a crash. */
+PMK_HIDDEN int pmk_heap_open(pmkit_pool *p, int repair);
+PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
+PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
+PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
+PMK_HIDDEN int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c);
+PMK_HIDDEN void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c);
+PMK_HIDDEN int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c,
+                                   uint64_t from);
+PMK_HIDDEN int pmk_raw_free(pmkit_pool *p, uint64_t off);
+PMK_HIDDEN void pmk_fence(void);
+
+/* The calling thread's state for one pool: allocator cache (heap.c), its
+ * context slot and failure-atomic section (ctx.c). */
+#define PMK_NONE UINT32_MAX
+struct pmk_tcls {
+  uint32_t chunk; /* current chunk of this class or PMK_NONE */
+  uint32_t word;  /* bitmap word where the last search stopped */
+};
+struct pmk_tc {
+  uint64_t serial;
+  pmkit_pool *pool;
+  pmkit_ctx *ctx;  /* claimed context slot or NULL */
+  pmkit_ctx *fase; /* set between pmkit_fase_begin/replay and commit */
+  int replay;
+  uint64_t rcur; /* next journal entry to replay */
+  struct pmk_tcls cls[PMK_NCLASS];
+};
+PMK_HIDDEN struct pmk_tc *pmk_tc_slow(pmkit_pool *p);
+PMK_HIDDEN extern __thread struct pmk_tc *pmk_tcs[PMK_MAX_POOLS];
+static inline struct pmk_tc *pmk_tc(pmkit_pool *p) {
+  struct pmk_tc *tc = pmk_tcs[p->id];
+  if (PMK_LIKELY(tc && tc->serial == p->serial))
+    return tc;
+  return pmk_tc_slow(p);
+}
+
+/* Persist helpers for runtime metadata: store, flush, (no fence). */
+static inline void pmk_store64(uint64_t *w, uint64_t v) {
+  pmk_crash_point();
+  __atomic_store_n(w, v, __ATOMIC_RELEASE);
+  pmk_flush_line(w);
+}
+
+#endif /* PMKIT_CORE_INTERNAL_H */

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_pool_errors.c -- every way a pool can be bad or unavailable gets its
+ * own error code and a message, never a crash: missing, existing, too small,
+ * truncated, corrupt header, foreign file, other layout, wrong version,
+ * already open, address in use; plus several pools open at once and
+ * pmkit_in_pool on each.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "testutil.h"
+
+static void poke(const char *path, off_t off, const void *data, size_t n) {
+  int fd = open(path, O_RDWR);
+  CHECK(fd >= 0);
+  CHECK(pwrite(fd, data, n, off) == (ssize_t)n);
+  close(fd);
+}
+
+static void copy_file(const char *from, const char *to) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+  CHECK(system(cmd) == 0);
+}
+
+static void expect_open(const char *path, const pmkit_pool_opts *o, int want,
+                        const char *words) {
+  pmkit_pool *p = (pmkit_pool *)1;
+  CHECK_RC(pmkit_pool_open(path, o, &p), want);
+  CHECK(p == NULL);
+  CHECK(strstr(pmkit_errormsg(), words) != NULL);
+  printf("  %-18s %s\n", pmkit_strerror(want), pmkit_errormsg());
+}
+
+int main(void) {
+  const char *a = test_pool_path("errors-a");
+  const char *b = test_pool_path("errors-b");
+  const char *c = test_pool_path("errors-c");
+  pmkit_pool *p, *q;
+  pmkit_pool_opts lay = {.layout = "kv-v1"};
+
+  expect_open(a, NULL, PMKIT_E_NOENT, "No such file");
+  CHECK_RC(pmkit_pool_create(a, 4096, NULL, &p), PMKIT_E_TOOSMALL);
+  CHECK(access(a, F_OK) != 0); /* nothing left behind */
+  CHECK_RC(pmkit_pool_create(a, 1 << 30, &(pmkit_pool_opts){.base = 12345},
+                             &p),
+           PMKIT_E_INVAL);
+
+  CHECK_OK(pmkit_pool_create(a, 4 << 20, &lay, &p));
+  CHECK_RC(pmkit_pool_create(a, 4 << 20, NULL, &q), PMKIT_E_EXIST);
+  expect_open(a, NULL, PMKIT_E_BUSY, "already open");
+  void *root;
+  CHECK_OK(pmkit_root(p, 64, &root));
+  strcpy(root, "hello");
+  pmkit_persist(root, 6);
+  uintptr_t base = (uintptr_t)pmkit_pool_base(p);
+  CHECK(pmkit_in_pool(root) && pmkit_in_pool((void *)base));
+  CHECK(!pmkit_in_pool((void *)(base + pmkit_pool_size(p))));
+  CHECK(!pmkit_in_pool(&p));
+  CHECK(pmkit_pool_of(root) == p);
+
+  /* Address in use: a pool created at the same fixed address as `a`. */
+  CHECK_RC(pmkit_pool_create(b, 4 << 20, &(pmkit_pool_opts){.base = base}, &q),
+           PMKIT_E_ADDRINUSE);
+  CHECK(access(b, F_OK) != 0);
+  CHECK_OK(pmkit_pool_close(p));
+
+  /* Same address again, while an ordinary mapping sits there. */
+  void *m = mmap((void *)base, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+                 MAP_FIXED_NOREPLACE, -1, 0);
+  CHECK(m == (void *)base);
+  expect_open(a, NULL, PMKIT_E_ADDRINUSE, "already mapped");
+  munmap(m, 4096);
+
+  /* Several pools at once, each found by address. */
+  CHECK_OK(pmkit_pool_open(a, &lay, &p));
+  CHECK_OK(pmkit_root(p, 64, &root));
+  CHECK(strcmp(root, "hello") == 0);
+  CHECK_OK(pmkit_pool_create(b, 4 << 20, NULL, &q));
+  void *x;
+  CHECK_OK(pmkit_alloc(q, 100, &x));
+  CHECK(pmkit_pool_of(x) == q && pmkit_pool_of(root) == p);
+  CHECK_OK(pmkit_pool_close(q));
+  CHECK(!pmkit_in_pool(x) && pmkit_in_pool(root));
+  CHECK_OK(pmkit_pool_close(p));
+
+  expect_open(a, &(pmkit_pool_opts){.layout = "other"}, PMKIT_E_FOREIGN,
+              "layout");
+
+  /* Wrong version: bump the version field (offset 8). */
+  copy_file(a, c);
+  uint32_t v = 99;
+  poke(c, 8, &v, sizeof v);
+  expect_open(c, NULL, PMKIT_E_VERSION, "layout version 99");
+  unlink(c);
+
+  /* Corrupt header: flip a byte inside the layout name. */
+  copy_file(a, c);
+  poke(c, 48, "X", 1);
+  expect_open(c, NULL, PMKIT_E_CORRUPT, "checksum");
+  unlink(c);
+
+  /* Truncated: shorter than the header says, and shorter than a header. */
+  copy_file(a, c);
+  CHECK(truncate(c, 1 << 20) == 0);
+  expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
+  CHECK(truncate(c, 100) == 0);
+  expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
+  unlink(c);
+
+  /* Foreign: some other file, and an empty one. */
+  FILE *f = fopen(c, "w");
+  CHECK(f);
+  fputs("#!/bin/sh\necho not a pool\n", f);
+  fclose(f);
+  expect_open(c, NULL, PMKIT_E_FOREIGN, "not a pmkit pool");
+  f = fopen(c, "w");
+  fclose(f);
+  expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
+  unlink(c);
+  expect_open("/", NULL, PMKIT_E_IO, "/");
+
+  /* Inspection mode does not bump the generation or lock exclusively. */
+  CHECK_OK(pmkit_pool_open(a, &(pmkit_pool_opts){.flags = PMKIT_POOL_INSPECT},
+                           &p));
+  uint64_t g = pmkit_pool_generation(p);
+  CHECK_RC(pmkit_alloc(p, 8, &x), PMKIT_E_STATE);
+  CHECK_OK(pmkit_pool_check(p));
+  CHECK_OK(pmkit_pool_close(p));
+  CHECK_OK(pmkit_pool_open(a, NULL, &p));
+  CHECK(pmkit_pool_generation(p) == g + 1);
+  CHECK_OK(pmkit_pool_close(p));
+
+  unlink(a);
+  unlink(b);
+  printf("pool_errors: ok\n");
+  return 0;
+}
