@@ -110,7 +110,7 @@ typedef struct pmkit_pool_info {
   uint64_t chunks_free, chunks_small, chunks_large;
   uint64_t blocks_used, bytes_used; /* live allocations (usable bytes)  */
   uint64_t root_off, root_size;
-  uint32_t nthreads, threads_busy;  /* context slots, slots with work   */
+  uint32_t nthreads, threads_busy; /* context slots, slots with work   */
 } pmkit_pool_info;
 
 /* Fill `info` with statistics from the pool's persistent metadata. */
@@ -163,7 +163,8 @@ void pmkit_fence(void);
 /* pmkit_flush + pmkit_fence. */
 void pmkit_persist(const void *addr, size_t len);
 
-/* ---- allocator ------------------------------------------------------------ */
+/* ---- allocator ------------------------------------------------------------
+ */
 
 #define PMKIT_ALLOC_MAX_SMALL 8192u /* larger requests take whole chunks */
 
@@ -186,7 +187,8 @@ size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
 /* ---- persistent thread contexts ----------------------------------------- */
 
 #define PMKIT_MAX_THREADS 64u /* context slots per pool                     */
-#define PMKIT_JOURNAL_MAX 96u /* allocations + frees per failure-atomic sec. */
+#define PMKIT_JOURNAL_MAX 96u /* allocations + frees per failure-atomic sec.   \
+                               */
 #define PMKIT_CTX_EXT_WORDS 16u
 
 typedef struct pmkit_ctx pmkit_ctx;

@@ -16,7 +16,7 @@
 
 int pmk_crash_armed;
 static _Atomic uint64_t pmk_points;
-static uint64_t crash_at;   /* 0 = off */
+static uint64_t crash_at;    /* 0 = off */
 static uint64_t crash_every; /* with a seed */
 static _Atomic uint64_t rng_state;
 static const char *report_path;

@@ -91,8 +91,9 @@ int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
   if (r)
     return r;
   if (c->pm->state != PMK_CTX_IDLE || tc->fase)
-    return pmk_err(PMKIT_E_STATE, "context %u: a section is already in "
-                                  "flight",
+    return pmk_err(PMKIT_E_STATE,
+                   "context %u: a section is already in "
+                   "flight",
                    c->id);
   struct pmk_ctx_pm *pm = c->pm;
   pmk_store64(&pm->tag, tag);
@@ -127,8 +128,9 @@ int pmkit_fase_commit(pmkit_ctx *c) {
   if (r)
     return r;
   if (c->pm->state != PMK_CTX_ACTIVE || tc->fase != c)
-    return pmk_err(PMKIT_E_STATE, "context %u: no section in flight on this "
-                                  "thread",
+    return pmk_err(PMKIT_E_STATE,
+                   "context %u: no section in flight on this "
+                   "thread",
                    c->id);
   tc->fase = NULL;
   tc->replay = 0;

@@ -25,21 +25,37 @@ const char *pmkit_errormsg(void) { return pmk_msg; }
 
 const char *pmkit_strerror(int err) {
   switch (err) {
-  case PMKIT_OK: return "PMKIT_OK";
-  case PMKIT_E_INVAL: return "PMKIT_E_INVAL";
-  case PMKIT_E_NOENT: return "PMKIT_E_NOENT";
-  case PMKIT_E_EXIST: return "PMKIT_E_EXIST";
-  case PMKIT_E_TRUNCATED: return "PMKIT_E_TRUNCATED";
-  case PMKIT_E_CORRUPT: return "PMKIT_E_CORRUPT";
-  case PMKIT_E_FOREIGN: return "PMKIT_E_FOREIGN";
-  case PMKIT_E_VERSION: return "PMKIT_E_VERSION";
-  case PMKIT_E_TOOSMALL: return "PMKIT_E_TOOSMALL";
-  case PMKIT_E_BUSY: return "PMKIT_E_BUSY";
-  case PMKIT_E_ADDRINUSE: return "PMKIT_E_ADDRINUSE";
-  case PMKIT_E_IO: return "PMKIT_E_IO";
-  case PMKIT_E_NOMEM: return "PMKIT_E_NOMEM";
-  case PMKIT_E_NOSPC: return "PMKIT_E_NOSPC";
-  case PMKIT_E_STATE: return "PMKIT_E_STATE";
-  default: return "PMKIT_E_UNKNOWN";
+  case PMKIT_OK:
+    return "PMKIT_OK";
+  case PMKIT_E_INVAL:
+    return "PMKIT_E_INVAL";
+  case PMKIT_E_NOENT:
+    return "PMKIT_E_NOENT";
+  case PMKIT_E_EXIST:
+    return "PMKIT_E_EXIST";
+  case PMKIT_E_TRUNCATED:
+    return "PMKIT_E_TRUNCATED";
+  case PMKIT_E_CORRUPT:
+    return "PMKIT_E_CORRUPT";
+  case PMKIT_E_FOREIGN:
+    return "PMKIT_E_FOREIGN";
+  case PMKIT_E_VERSION:
+    return "PMKIT_E_VERSION";
+  case PMKIT_E_TOOSMALL:
+    return "PMKIT_E_TOOSMALL";
+  case PMKIT_E_BUSY:
+    return "PMKIT_E_BUSY";
+  case PMKIT_E_ADDRINUSE:
+    return "PMKIT_E_ADDRINUSE";
+  case PMKIT_E_IO:
+    return "PMKIT_E_IO";
+  case PMKIT_E_NOMEM:
+    return "PMKIT_E_NOMEM";
+  case PMKIT_E_NOSPC:
+    return "PMKIT_E_NOSPC";
+  case PMKIT_E_STATE:
+    return "PMKIT_E_STATE";
+  default:
+    return "PMKIT_E_UNKNOWN";
   }
 }

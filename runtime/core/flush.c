@@ -98,10 +98,14 @@ pmkit_flush_t pmkit_flush_kind(void) {
 
 const char *pmkit_flush_name(pmkit_flush_t k) {
   switch (k) {
-  case PMKIT_FLUSH_NONE: return "none";
-  case PMKIT_FLUSH_CLFLUSH: return "clflush";
-  case PMKIT_FLUSH_CLFLUSHOPT: return "clflushopt";
-  case PMKIT_FLUSH_CLWB: return "clwb";
+  case PMKIT_FLUSH_NONE:
+    return "none";
+  case PMKIT_FLUSH_CLFLUSH:
+    return "clflush";
+  case PMKIT_FLUSH_CLFLUSHOPT:
+    return "clflushopt";
+  case PMKIT_FLUSH_CLWB:
+    return "clwb";
   }
   return "?";
 }
@@ -120,10 +124,17 @@ static inline void do_clflush(const void *p) {
 
 void pmk_flush_line(const void *p) {
   switch (pmk_flush_kind) {
-  case PMKIT_FLUSH_CLWB: do_clwb(p); break;
-  case PMKIT_FLUSH_CLFLUSHOPT: do_clflushopt(p); break;
-  case PMKIT_FLUSH_CLFLUSH: do_clflush(p); break;
-  case PMKIT_FLUSH_NONE: break;
+  case PMKIT_FLUSH_CLWB:
+    do_clwb(p);
+    break;
+  case PMKIT_FLUSH_CLFLUSHOPT:
+    do_clflushopt(p);
+    break;
+  case PMKIT_FLUSH_CLFLUSH:
+    do_clflush(p);
+    break;
+  case PMKIT_FLUSH_NONE:
+    break;
   }
 }
 

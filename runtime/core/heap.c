@@ -86,7 +86,8 @@ static void table_store(pmkit_pool *p, uint32_t id, uint32_t v) {
   pmk_flush_line(&p->table[id]);
 }
 
-/* ---- block lookup --------------------------------------------------------- */
+/* ---- block lookup ---------------------------------------------------------
+ */
 
 /* A live or dead block slot: where it is and how it is recorded. */
 struct blk {
@@ -172,7 +173,8 @@ static int blk_containing(const pmkit_pool *p, uintptr_t a, struct blk *b) {
   return blk_live(p, b) ? 0 : -1;
 }
 
-/* ---- volatile lists -------------------------------------------------------- */
+/* ---- volatile lists --------------------------------------------------------
+ */
 
 static void list_push(struct pmk_list *l, uint32_t id) {
   pthread_mutex_lock(&l->lock);
@@ -223,7 +225,8 @@ static void detach(pmkit_pool *p, uint32_t id, unsigned c) {
     maybe_list(p, id, c);
 }
 
-/* ---- chunks ------------------------------------------------------------------ */
+/* ---- chunks
+ * ------------------------------------------------------------------ */
 
 static void chunk_init_small(pmkit_pool *p, uint32_t id, unsigned c) {
   struct pmk_chunk *ch = chunk_hdr(p, id);
@@ -301,7 +304,8 @@ static uint32_t large_len(size_t size) {
   return (uint32_t)((size + PMK_LARGE_HDR + PMK_CHUNK - 1) >> PMK_CHUNK_SHIFT);
 }
 
-/* ---- thread caches ----------------------------------------------------------- */
+/* ---- thread caches
+ * ----------------------------------------------------------- */
 
 __thread struct pmk_tc *pmk_tcs[PMK_MAX_POOLS];
 static pthread_key_t tc_key;
@@ -352,7 +356,8 @@ void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc) {
   }
 }
 
-/* ---- reserve and commit -------------------------------------------------------- */
+/* ---- reserve and commit
+ * -------------------------------------------------------- */
 
 /* Pick a free small block of class c in the thread's own chunk. Only the
  * owner sets bits in a chunk, so the block stays free until committed. */
@@ -451,8 +456,9 @@ int pmk_raw_free(pmkit_pool *p, uint64_t off) {
 /* Release with the volatile bookkeeping of a running pool. */
 static int do_free(pmkit_pool *p, struct blk *b) {
   if (!release(p, b))
-    return pmk_err(PMKIT_E_INVAL, "pmkit_free(%p): block is not allocated "
-                                  "(double free?)",
+    return pmk_err(PMKIT_E_INVAL,
+                   "pmkit_free(%p): block is not allocated "
+                   "(double free?)",
                    (void *)b->addr);
   if (b->large) {
     freemap_put(p, b->chunk, b->idx);
@@ -462,7 +468,8 @@ static int do_free(pmkit_pool *p, struct blk *b) {
   return 0;
 }
 
-/* ---- journaled allocation (failure-atomic sections) ---------------------------- */
+/* ---- journaled allocation (failure-atomic sections)
+ * ---------------------------- */
 
 static void journal_append(struct pmk_ctx_pm *c, uint64_t e) {
   uint64_t n = c->njournal;
@@ -485,7 +492,8 @@ static void materialize(pmkit_pool *p, uint64_t e) {
   uint32_t n = (uint32_t)((e & ~PMK_J_FREE) >> PMK_J_LEN_SHIFT);
   uintptr_t a = p->base + off;
   if (n) {
-    uint32_t first = (uint32_t)((a - PMK_LARGE_HDR - p->heap) >> PMK_CHUNK_SHIFT);
+    uint32_t first =
+        (uint32_t)((a - PMK_LARGE_HDR - p->heap) >> PMK_CHUNK_SHIFT);
     if (p->table[first] != (PMK_T_HEAD | n))
       large_commit(p, first, n);
     return;
@@ -600,7 +608,8 @@ static int fase_free(pmkit_pool *p, struct pmk_tc *tc, struct blk *b) {
   return 0;
 }
 
-/* ---- public allocation API -------------------------------------------------------- */
+/* ---- public allocation API
+ * -------------------------------------------------------- */
 
 int pmkit_alloc(pmkit_pool *p, size_t size, void **out) {
   if (PMK_UNLIKELY(!p || !out))
@@ -638,7 +647,8 @@ int pmkit_free(pmkit_pool *p, void *ptr) {
   struct blk b;
   if (blk_at(p, (uintptr_t)ptr, &b))
     return pmk_err(PMKIT_E_INVAL,
-                   "pmkit_free(%p): not the start of a block of this pool", ptr);
+                   "pmkit_free(%p): not the start of a block of this pool",
+                   ptr);
   struct pmk_tc *tc = pmk_tc(p);
   if (PMK_UNLIKELY(tc && tc->fase != NULL)) {
     if (!blk_live(p, &b))
@@ -656,7 +666,8 @@ size_t pmkit_usable_size(pmkit_pool *p, const void *ptr) {
   return b.size;
 }
 
-/* ---- open: repair and rebuild ------------------------------------------------------ */
+/* ---- open: repair and rebuild
+ * ------------------------------------------------------ */
 
 int pmk_heap_open(pmkit_pool *p, int repair) {
   pthread_once(&cls_once, cls_init);
@@ -758,7 +769,9 @@ void pmk_heap_close(pmkit_pool *p) {
   }
 }
 
-/* ---- check ------------------------------------------------------------------------------ */
+/* ---- check
+ * ------------------------------------------------------------------------------
+ */
 
 int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
   pthread_once(&cls_once, cls_init);
@@ -768,8 +781,9 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
     if (e & PMK_T_HEAD) {
       uint32_t n = e & PMK_T_LEN_MASK;
       if (n == 0 || id + n > p->nchunks)
-        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: run of %u chunks overruns "
-                                        "the heap",
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "chunk %u: run of %u chunks overruns "
+                       "the heap",
                        id, n);
       nlarge += n;
       used++;
@@ -822,8 +836,9 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
   if (p->st->root_off) {
     struct blk b;
     if (blk_at(p, p->base + p->st->root_off, &b) || !blk_live(p, &b))
-      return pmk_err(PMKIT_E_CORRUPT, "root object at offset %#llx is not an "
-                                      "allocated block",
+      return pmk_err(PMKIT_E_CORRUPT,
+                     "root object at offset %#llx is not an "
+                     "allocated block",
                      (unsigned long long)p->st->root_off);
     if (b.size < p->st->root_size)
       return pmk_err(PMKIT_E_CORRUPT, "root object smaller than recorded");
@@ -838,7 +853,8 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
   return 0;
 }
 
-/* ---- garbage collection ------------------------------------------------------------------ */
+/* ---- garbage collection
+ * ------------------------------------------------------------------ */
 
 struct gc {
   pmkit_pool *p;

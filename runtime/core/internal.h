@@ -31,16 +31,16 @@
 #define PMK_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PMK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-#define PMK_MAGIC "PMKPOOL"  /* 8 bytes with the NUL */
-#define PMK_MAX_POOLS 16u    /* open at once in one process */
+#define PMK_MAGIC "PMKPOOL" /* 8 bytes with the NUL */
+#define PMK_MAX_POOLS 16u   /* open at once in one process */
 #define PMK_HDR_SIZE 4096u
 #define PMK_STATE_OFF 4096u
 #define PMK_CTX_OFF 8192u
 #define PMK_CTX_SIZE 1024u
 #define PMK_CHUNK (64u << 10)
 #define PMK_CHUNK_SHIFT 16
-#define PMK_CHUNK_HDR 1024u  /* small chunk: header + bitmap, then blocks */
-#define PMK_LARGE_HDR 64u    /* large run: header, then the block */
+#define PMK_CHUNK_HDR 1024u /* small chunk: header + bitmap, then blocks */
+#define PMK_LARGE_HDR 64u   /* large run: header, then the block */
 #define PMK_BITMAP_WORDS ((PMK_CHUNK_HDR - 64u) / 8u)
 #define PMK_NCLASS 32u
 
@@ -70,8 +70,8 @@ struct pmk_hdr {
 };
 
 struct pmk_state {
-  uint64_t run_gen;   /* bumped by every open; PM locks compare it */
-  uint64_t root_off;  /* 0 = no root yet; written last (commit) */
+  uint64_t run_gen;  /* bumped by every open; PM locks compare it */
+  uint64_t root_off; /* 0 = no root yet; written last (commit) */
   uint64_t root_size;
 };
 
@@ -89,7 +89,7 @@ struct pmk_state {
 struct pmk_ctx_pm {
   uint64_t state;
   uint64_t tag;
-  uint64_t seq;    /* sections begun in this slot, ever */
+  uint64_t seq; /* sections begun in this slot, ever */
   uint64_t njournal;
   uint64_t ext[PMKIT_CTX_EXT_WORDS];
   uint64_t journal[PMKIT_JOURNAL_MAX];

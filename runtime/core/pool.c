@@ -83,16 +83,14 @@ static int reg_add(pmkit_pool *p) {
     }
     if (p->base < q->base + q->size && q->base < p->base + p->size) {
       pthread_mutex_unlock(&reg_lock);
-      return pmk_err(PMKIT_E_ADDRINUSE,
-                     "address range %#lx-%#lx is used by open pool %s",
-                     (unsigned long)p->base,
-                     (unsigned long)(p->base + p->size), q->path);
+      return pmk_err(
+          PMKIT_E_ADDRINUSE, "address range %#lx-%#lx is used by open pool %s",
+          (unsigned long)p->base, (unsigned long)(p->base + p->size), q->path);
     }
   }
   if (slot < 0) {
     pthread_mutex_unlock(&reg_lock);
-    return pmk_err(PMKIT_E_NOSPC, "%u pools are already open",
-                   PMK_MAX_POOLS);
+    return pmk_err(PMKIT_E_NOSPC, "%u pools are already open", PMK_MAX_POOLS);
   }
   p->id = (unsigned)slot;
   p->serial = pmk_next_serial();
@@ -128,8 +126,8 @@ int pmkit_in_pool(const void *addr) { return pmkit_pool_of(addr) != NULL; }
 /* Map `size` bytes of fd at exactly `base`, never over an existing mapping. */
 static int map_fixed(int fd, uintptr_t base, size_t size, int prot,
                      void **out) {
-  void *m = mmap((void *)base, size, prot, MAP_SHARED | MAP_FIXED_NOREPLACE,
-                 fd, 0);
+  void *m =
+      mmap((void *)base, size, prot, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
   if (m == MAP_FAILED) {
     if (errno == EEXIST)
       return pmk_err(PMKIT_E_ADDRINUSE,
@@ -243,8 +241,8 @@ int pmkit_pool_create(const char *path, size_t size,
   }
   flock(fd, LOCK_EX | LOCK_NB); /* nobody else can have the new file */
   if ((r = posix_fallocate(fd, 0, (off_t)size)) != 0) {
-    r = pmk_err(PMKIT_E_IO, "cannot allocate %zu bytes for %s: %s", size,
-                path, strerror(r));
+    r = pmk_err(PMKIT_E_IO, "cannot allocate %zu bytes for %s: %s", size, path,
+                strerror(r));
     goto fail;
   }
   uint8_t uuid[16];
@@ -300,10 +298,9 @@ int pmkit_pool_create(const char *path, size_t size,
     goto fail;
   }
   if (link(tmp, path) != 0) {
-    r = errno == EEXIST
-            ? pmk_err(PMKIT_E_EXIST, "%s already exists", path)
-            : pmk_err(PMKIT_E_IO, "cannot create %s: %s", path,
-                      strerror(errno));
+    r = errno == EEXIST ? pmk_err(PMKIT_E_EXIST, "%s already exists", path)
+                        : pmk_err(PMKIT_E_IO, "cannot create %s: %s", path,
+                                  strerror(errno));
     goto fail;
   }
   unlink(tmp);
@@ -352,8 +349,9 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   void *m = NULL;
   if (flock(fd, (inspect ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     r = errno == EWOULDBLOCK
-            ? pmk_err(PMKIT_E_BUSY, "%s is already open (by this or another "
-                                    "process)",
+            ? pmk_err(PMKIT_E_BUSY,
+                      "%s is already open (by this or another "
+                      "process)",
                       path)
             : pmk_err(PMKIT_E_IO, "flock %s: %s", path, strerror(errno));
     goto fail;
@@ -381,8 +379,8 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   }
   if (got < (ssize_t)sizeof h) {
     r = pmk_err(PMKIT_E_TRUNCATED,
-                "%s is truncated: %lld bytes, shorter than a pool header",
-                path, (long long)sb.st_size);
+                "%s is truncated: %lld bytes, shorter than a pool header", path,
+                (long long)sb.st_size);
     goto fail;
   }
   if (h.layout_version != PMKIT_LAYOUT_VERSION) {
@@ -468,7 +466,9 @@ int pmkit_pool_close(pmkit_pool *p) {
   return 0;
 }
 
-void *pmkit_pool_base(const pmkit_pool *p) { return p ? (void *)p->base : NULL; }
+void *pmkit_pool_base(const pmkit_pool *p) {
+  return p ? (void *)p->base : NULL;
+}
 size_t pmkit_pool_size(const pmkit_pool *p) { return p ? p->size : 0; }
 uint64_t pmkit_pool_generation(const pmkit_pool *p) { return p ? p->gen : 0; }
 
@@ -486,8 +486,7 @@ int pmkit_root(pmkit_pool *p, size_t size, void **out) {
   int r = 0;
   if (p->st->root_off) {
     if (p->st->root_size < size)
-      r = pmk_err(PMKIT_E_INVAL,
-                  "root object is %llu bytes; %zu requested",
+      r = pmk_err(PMKIT_E_INVAL, "root object is %llu bytes; %zu requested",
                   (unsigned long long)p->st->root_size, size);
     else
       *out = pmk_at(p, p->st->root_off);

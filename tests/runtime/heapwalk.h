@@ -107,8 +107,7 @@ static inline int hw_check(pmkit_pool *p, struct hw_root *rt) {
       return -1;
     }
     if (b->magic != (HW_MAGIC ^ v) || b->size > us) {
-      fprintf(stderr, "heapwalk: slot %u: %p has a bad header\n", i,
-              (void *)b);
+      fprintf(stderr, "heapwalk: slot %u: %p has a bad header\n", i, (void *)b);
       return -1;
     }
     const uint8_t *c = (const uint8_t *)(b + 1);

@@ -24,7 +24,8 @@
 static int child(const char *path, uint64_t seed, uint64_t ops) {
   pmkit_pool *p;
   struct hw_root *rt;
-  if (pmkit_pool_open(path, NULL, &p) || pmkit_root(p, sizeof *rt, (void **)&rt)) {
+  if (pmkit_pool_open(path, NULL, &p) ||
+      pmkit_root(p, sizeof *rt, (void **)&rt)) {
     fprintf(stderr, "child: %s\n", pmkit_errormsg());
     return 3;
   }

@@ -44,8 +44,7 @@ int main(void) {
   expect_open(a, NULL, PMKIT_E_NOENT, "No such file");
   CHECK_RC(pmkit_pool_create(a, 4096, NULL, &p), PMKIT_E_TOOSMALL);
   CHECK(access(a, F_OK) != 0); /* nothing left behind */
-  CHECK_RC(pmkit_pool_create(a, 1 << 30, &(pmkit_pool_opts){.base = 12345},
-                             &p),
+  CHECK_RC(pmkit_pool_create(a, 1 << 30, &(pmkit_pool_opts){.base = 12345}, &p),
            PMKIT_E_INVAL);
 
   CHECK_OK(pmkit_pool_create(a, 4 << 20, &lay, &p));
@@ -68,8 +67,8 @@ int main(void) {
   CHECK_OK(pmkit_pool_close(p));
 
   /* Same address again, while an ordinary mapping sits there. */
-  void *m = mmap((void *)base, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
-                 MAP_FIXED_NOREPLACE, -1, 0);
+  void *m = mmap((void *)base, 4096, PROT_READ,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   CHECK(m == (void *)base);
   expect_open(a, NULL, PMKIT_E_ADDRINUSE, "already mapped");
   munmap(m, 4096);
@@ -123,8 +122,8 @@ int main(void) {
   expect_open("/", NULL, PMKIT_E_IO, "/");
 
   /* Inspection mode does not bump the generation or lock exclusively. */
-  CHECK_OK(pmkit_pool_open(a, &(pmkit_pool_opts){.flags = PMKIT_POOL_INSPECT},
-                           &p));
+  CHECK_OK(
+      pmkit_pool_open(a, &(pmkit_pool_opts){.flags = PMKIT_POOL_INSPECT}, &p));
   uint64_t g = pmkit_pool_generation(p);
   CHECK_RC(pmkit_alloc(p, 8, &x), PMKIT_E_STATE);
   CHECK_OK(pmkit_pool_check(p));

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Annotations.cpp -- the pmkit-annotations module pass. It reads
+// @llvm.global.annotations and, for each function annotated with a known
+// "pmkit.*" string, adds a string function attribute of that same name;
+// unknown "pmkit.*" strings and pmkit annotations on non-functions are
+// reported on stderr and skipped, other annotations are left alone. With
+// -pmkit-annotations-report it prints `pmkit-annotations: <function> <kind>`
+// per annotated function, sorted. Entry point: AnnotationsPass::run. Run with
+//   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations \
+//     -pmkit-annotations-report -S in.ll
+
+#include "Annotations/Annotations.h"
+
+#include "llvm/ADT/Statistic.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+using namespace llvm;
+
+#define DEBUG_TYPE "pmkit-annotations"
+
+STATISTIC(NumFase, "Functions annotated pmkit.fase");
+STATISTIC(NumPMAllocator, "Functions annotated pmkit.pm_allocator");
+STATISTIC(NumRobustIgnore, "Functions annotated pmkit.robust_ignore");
+STATISTIC(NumUnknown, "pmkit.* annotations skipped: unknown kind");
+STATISTIC(NumNotOnFunction,
+          "pmkit.* annotations skipped: not on a function (e.g. a variable)");
+
+static cl::opt<bool> Report(
+    "pmkit-annotations-report", cl::Hidden, cl::init(false),
+    cl::desc("Print 'pmkit-annotations: <function> <kind>' to stderr for "
+             "each function carrying a pmkit annotation"));
+
+namespace {
+
+constexpr StringLiteral Prefix = "pmkit.";
+
+struct KindInfo {
+  StringLiteral Attr; // the annotation string and attribute name
+  StringLiteral Kind; // as shown by the report
+  Statistic *Counter;
+};
+
+const KindInfo Kinds[] = {
+    {pmkit::AttrFase, "fase", &NumFase},
+    {pmkit::AttrPMAllocator, "pm_allocator", &NumPMAllocator},
+    {pmkit::AttrRobustIgnore, "robust_ignore", &NumRobustIgnore},
+};
+
+const KindInfo *findKind(StringRef Annotation) {
+  for (const KindInfo &K : Kinds)
+    if (K.Attr == Annotation)
+      return &K;
+  return nullptr;
+}
+
+class AnnotationReader {
+public:
+  explicit AnnotationReader(Module &M) : M(M) {}
+
+  // Attaches the attributes; returns true if any function changed.
+  bool run();
+
+private:
+  void visit(GlobalValue &Target, StringRef Annotation);
+  void printReport();
+
+  Module &M;
+  bool Changed = false;
+  // (function name, kind): counts each pair once, ordered for the report.
+  std::set<std::pair<std::string, StringRef>> Found;
+};
+
+bool AnnotationReader::run() {
+  GlobalVariable *Table = M.getNamedGlobal("llvm.global.annotations");
+  // An empty table is a zeroinitializer rather than a ConstantArray.
+  auto *Entries = Table && Table->hasInitializer()
+                      ? dyn_cast<ConstantArray>(Table->getInitializer())
+                      : nullptr;
+  if (Entries) {
+    for (Value *Op : Entries->operands()) {
+      // Each entry is { ptr target, ptr string, ptr file, i32 line, ptr args }.
+      auto *Entry = dyn_cast<ConstantStruct>(Op);
+      if (!Entry || Entry->getNumOperands() < 2)
+        continue;
+      auto *Target =
+          dyn_cast<GlobalValue>(Entry->getOperand(0)->stripPointerCasts());
+      StringRef Annotation;
+      if (!Target || !getConstantStringInfo(Entry->getOperand(1), Annotation))
+        continue;
+      if (Annotation.startswith(Prefix))
+        visit(*Target, Annotation);
+    }
+  }
+  if (Report)
+    printReport();
+  return Changed;
+}
+
+void AnnotationReader::visit(GlobalValue &Target, StringRef Annotation) {
+  auto *F = dyn_cast<Function>(&Target);
+  if (!F) {
+    ++NumNotOnFunction;
+    errs() << DEBUG_TYPE ": warning: annotation '" << Annotation << "' on '"
+           << Target.getName()
+           << "' ignored: pmkit annotations apply to functions only\n";
+    return;
+  }
+  const KindInfo *K = findKind(Annotation);
+  if (!K) {
+    // Skipped rather than attached, so a misspelling cannot half-work.
+    ++NumUnknown;
+    errs() << DEBUG_TYPE ": warning: unknown annotation '" << Annotation
+           << "' on function '" << F->getName() << "' ignored (known:";
+    for (const KindInfo &Known : Kinds)
+      errs() << ' ' << Known.Attr;
+    errs() << ")\n";
+    return;
+  }
+  if (!Found.emplace(F->getName().str(), K->Kind).second)
+    return;
+  ++*K->Counter;
+  if (!F->hasFnAttribute(K->Attr)) {
+    F->addFnAttr(K->Attr);
+    Changed = true;
+  }
+}
+
+void AnnotationReader::printReport() {
+  for (const auto &[Name, Kind] : Found)
+    errs() << DEBUG_TYPE ": " << Name << ' ' << Kind << '\n';
+}
+
+} // namespace
+
+PreservedAnalyses pmkit::AnnotationsPass::run(Module &M,
+                                              ModuleAnalysisManager &) {
+  if (!AnnotationReader(M).run())
+    return PreservedAnalyses::all();
+  // A string attribute changes no instruction and no CFG.
+  PreservedAnalyses PA;
+  PA.preserveSet<CFGAnalyses>();
+  return PA;
+}

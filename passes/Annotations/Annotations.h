@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Annotations.h -- the pmkit-annotations module pass, which turns the
+// `annotate("pmkit.*")` attributes written through include/pmkit/annotations.h
+// (recorded by clang in @llvm.global.annotations) into string function
+// attributes, so that mode passes ask F.hasFnAttribute(pmkit::AttrFase)
+// instead of decoding the annotation table again. Entry point:
+// pmkit::AnnotationsPass::run. Run it alone with
+//   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
+// clang-16 -fpass-plugin=pmkit-passes.so runs it at pipeline start.
+
+#ifndef PMKIT_PASSES_ANNOTATIONS_H
+#define PMKIT_PASSES_ANNOTATIONS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/IR/PassManager.h"
+
+namespace pmkit {
+
+// The function attributes this pass attaches; each equals the annotation
+// string that include/pmkit/annotations.h emits.
+inline constexpr llvm::StringLiteral AttrFase = "pmkit.fase";
+inline constexpr llvm::StringLiteral AttrPMAllocator = "pmkit.pm_allocator";
+inline constexpr llvm::StringLiteral AttrRobustIgnore = "pmkit.robust_ignore";
+
+class AnnotationsPass : public llvm::PassInfoMixin<AnnotationsPass> {
+public:
+  // The -passes= name; also this pass's DEBUG_TYPE and option prefix.
+  static constexpr llvm::StringLiteral PassName = "pmkit-annotations";
+
+  llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &);
+
+  // Mode passes depend on the attributes, so this must run even at -O0 and
+  // on optnone functions.
+  static bool isRequired() { return true; }
+};
+
+} // namespace pmkit
+
+#endif // PMKIT_PASSES_ANNOTATIONS_H

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Registration.cpp -- the one place where pmkit-passes.so tells LLVM about
+// its passes. It maps each pass's -passes= name to the pass for opt, and for
+// clang (-fpass-plugin) adds pmkit-annotations at pipeline start followed by
+// the passes of the mode chosen with -pmkit-mode; ModeTable below is where a
+// mode's passes are added, and a mode without passes yet stops the compile
+// with one error line. Entry point: llvmGetPassPluginInfo. Run a pass with
+//   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
+// or a whole mode with
+//   clang-16 -fpass-plugin=pmkit-passes.so -fplugin=pmkit-passes.so \
+//     -mllvm -pmkit-mode=<mode> -c x.c
+// (-fplugin loads the library before -mllvm options are parsed).
+
+#include "Annotations/Annotations.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Passes/OptimizationLevel.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Compiler.h"
+#include "llvm/Support/ErrorHandling.h"
+
+using namespace llvm;
+
+namespace {
+
+enum class Mode { None, Robust, Clobber, SSAPP, ARP };
+
+// Adds a mode's passes after pmkit-annotations at pipeline start.
+using AddModePassesFn = void (*)(ModulePassManager &, OptimizationLevel);
+
+struct ModeInfo {
+  Mode M;
+  const char *Name; // the -pmkit-mode= value
+  const char *Help;
+  AddModePassesFn AddPasses; // null: accepted but not built yet
+};
+
+void addNoPasses(ModulePassManager &, OptimizationLevel) {}
+
+const ModeInfo ModeTable[] = {
+    {Mode::None, "none", "only attach pmkit annotations (default)",
+     addNoPasses},
+    {Mode::Robust, "robust", "PMRobust: insert flushes and fences", nullptr},
+    {Mode::Clobber, "clobber", "Clobber-NVM: failure-atomic functions",
+     nullptr},
+    {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR", nullptr},
+    {Mode::ARP, "arp", "language-level persistency: lower pmkit::atomic",
+     nullptr},
+};
+
+// Fills the option's values from ModeTable, so the table is the only list.
+struct ModeValuesFromTable {
+  template <class Opt> void apply(Opt &O) const {
+    for (const ModeInfo &I : ModeTable)
+      O.getParser().addLiteralOption(I.Name, I.M, I.Help);
+  }
+};
+
+cl::opt<Mode> PmkitMode("pmkit-mode",
+                        cl::desc("Crash-consistency mode whose passes run "
+                                 "at pipeline start (clang, or opt "
+                                 "-passes='default<On>')"),
+                        cl::init(Mode::None), ModeValuesFromTable());
+
+const ModeInfo &selectedMode() {
+  for (const ModeInfo &I : ModeTable)
+    if (I.M == PmkitMode)
+      return I;
+  llvm_unreachable("every Mode has a ModeTable entry");
+}
+
+// Stands in for a mode whose passes are not written yet. It reports through
+// the LLVMContext, so clang prints one "error:" line and fails the compile
+// cleanly (opt exits 1), rather than report_fatal_error's crash dump.
+class ModeUnavailablePass : public PassInfoMixin<ModeUnavailablePass> {
+public:
+  explicit ModeUnavailablePass(const char *Mode) : Mode(Mode) {}
+
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    M.getContext().emitError(Twine("pmkit: -pmkit-mode=") + Mode +
+                             " is not available in this build yet");
+    return PreservedAnalyses::all();
+  }
+  static bool isRequired() { return true; }
+
+private:
+  const char *Mode;
+};
+
+bool parseModulePass(StringRef Name, ModulePassManager &MPM,
+                     ArrayRef<PassBuilder::PipelineElement>) {
+  if (Name == pmkit::AnnotationsPass::PassName) {
+    MPM.addPass(pmkit::AnnotationsPass());
+    return true;
+  }
+  return false;
+}
+
+void registerCallbacks(PassBuilder &PB) {
+  if (PassInstrumentationCallbacks *PIC = PB.getPassInstrumentationCallbacks())
+    PIC->addClassToPassName(pmkit::AnnotationsPass::name(),
+                            pmkit::AnnotationsPass::PassName);
+
+  PB.registerPipelineParsingCallback(parseModulePass);
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel Level) {
+        // Options are parsed by the time a pipeline is built.
+        const ModeInfo &Selected = selectedMode();
+        if (!Selected.AddPasses) {
+          MPM.addPass(ModeUnavailablePass(Selected.Name));
+          return;
+        }
+        MPM.addPass(pmkit::AnnotationsPass());
+        Selected.AddPasses(MPM, Level);
+      });
+}
+
+} // namespace
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "pmkit-passes", PMKIT_VERSION,
+          registerCallbacks};
+}

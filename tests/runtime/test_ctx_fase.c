@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_ctx_fase.c -- thread context slots and the allocation journal of
+ * failure-atomic sections. Slots are claimed per thread and stable across
+ * runs; frees inside a section are deferred to commit; abort releases the
+ * section's blocks; a full journal is an error, not a crash. The core of the
+ * test is a crash at every crash point of a section (three allocations and
+ * one free): after each, recovery adopts the slot, replays the section and
+ * must get exactly the blocks the crashed run got, in order, and the heap
+ * must end with the section's blocks live, the freed block free, no leak.
+ * Usage: test_ctx_fase [child POOL]
+ */
+#include <pthread.h>
+#include <sys/wait.h>
+
+#include "pmkit/abi.h"
+#include "testutil.h"
+
+struct root {
+  uint64_t done;
+  void *blk[3];
+  void *victim; /* freed by the section */
+};
+
+static const size_t sizes[3] = {40, 3000, 100000};
+
+/* The section body; replay-safe: it records each block and checks that a
+ * replay gets the block a crashed run recorded. */
+static void section(pmkit_pool *p, pmkit_ctx *c, struct root *r) {
+  for (int i = 0; i < 3; i++) {
+    void *b;
+    CHECK_OK(pmkit_alloc(p, sizes[i], &b));
+    if (r->blk[i] && r->blk[i] != b) {
+      fprintf(stderr, "replay: block %d is %p, the crashed run got %p\n", i, b,
+              r->blk[i]);
+      exit(1);
+    }
+    r->blk[i] = b;
+    pmkit_persist(&r->blk[i], sizeof b);
+  }
+  CHECK_OK(pmkit_free(p, r->victim));
+  CHECK(pmkit_usable_size(p, r->victim) > 0); /* deferred to commit */
+  r->done = 1;
+  pmkit_persist(&r->done, 8);
+  CHECK_OK(pmkit_fase_commit(c));
+}
+
+static int child(const char *path) {
+  pmkit_pool *p;
+  struct root *r;
+  pmkit_ctx *c;
+  CHECK_OK(pmkit_pool_open(path, NULL, &p));
+  CHECK_OK(pmkit_root(p, sizeof *r, (void **)&r));
+  CHECK_OK(pmkit_ctx_get(p, &c));
+  CHECK(pmkit_ctx_id(c) == 0);
+  CHECK_OK(pmkit_fase_begin(c, 42));
+  section(p, c, r);
+  CHECK_OK(pmkit_pool_close(p));
+  return 0;
+}
+
+/* Fresh pool with a root and the victim block. */
+static void setup(const char *path) {
+  pmkit_pool *p;
+  struct root *r;
+  unlink(path);
+  CHECK_OK(pmkit_pool_create(path, 8 << 20, NULL, &p));
+  CHECK_OK(pmkit_root(p, sizeof *r, (void **)&r));
+  CHECK_OK(pmkit_alloc(p, 64, &r->victim));
+  pmkit_persist(&r->victim, 8);
+  CHECK_OK(pmkit_pool_close(p));
+}
+
+/* Recover as a FASE runtime would, finish the work, check the heap. */
+static int recover_and_check(const char *path) {
+  pmkit_pool *p;
+  struct root *r;
+  pmkit_ctx *c;
+  pmkit_ctx_state s;
+  int replayed = 0;
+  CHECK_OK(pmkit_pool_open(path, NULL, &p));
+  CHECK_OK(pmkit_root(p, sizeof *r, (void **)&r));
+  CHECK_OK(pmkit_ctx_peek(p, 0, &s));
+  if (s == PMKIT_CTX_ACTIVE) {
+    CHECK_OK(pmkit_ctx_adopt(p, 0, &c));
+    CHECK(pmkit_fase_tag(c) == 42);
+    CHECK_OK(pmkit_fase_replay(c));
+    section(p, c, r);
+    CHECK_OK(pmkit_ctx_release(c));
+    replayed = 1;
+  } else if (!r->done) {
+    CHECK_OK(pmkit_ctx_get(p, &c));
+    CHECK_OK(pmkit_fase_begin(c, 42));
+    section(p, c, r);
+  }
+  CHECK_OK(pmkit_pool_check(p));
+  pmkit_pool_info info;
+  CHECK_OK(pmkit_pool_stat(p, &info));
+  CHECK(info.threads_busy == 0);
+  CHECK(info.blocks_used == 4); /* root + the section's three */
+  CHECK(pmkit_usable_size(p, r->victim) == 0);
+  for (int i = 0; i < 3; i++)
+    CHECK(pmkit_usable_size(p, r->blk[i]) >= sizes[i]);
+  CHECK_OK(pmkit_pool_close(p));
+  return replayed;
+}
+
+static void *other_thread(void *arg) {
+  pmkit_ctx *c;
+  CHECK_OK(pmkit_ctx_get(arg, &c));
+  return (void *)(uintptr_t)pmkit_ctx_id(c);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "child"))
+    return child(argv[2]);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = '\0';
+  const char *path = test_pool_path("ctx-fase");
+  pmkit_pool *p;
+  pmkit_ctx *c, *c2;
+
+  /* Slots: one per thread, stable, adopt refuses a held one. */
+  setup(path);
+  CHECK_OK(pmkit_pool_open(path, NULL, &p));
+  CHECK_OK(pmkit_ctx_get(p, &c));
+  CHECK_OK(pmkit_ctx_get(p, &c2));
+  CHECK(c == c2 && pmkit_ctx_id(c) == 0);
+  pthread_t th;
+  void *id;
+  CHECK(pthread_create(&th, NULL, other_thread, p) == 0);
+  pthread_join(th, &id);
+  CHECK((uintptr_t)id == 1);
+  CHECK_RC(pmkit_ctx_adopt(p, 0, &c2), PMKIT_E_BUSY);
+  CHECK_OK(pmkit_ctx_adopt(p, 1, &c2)); /* released at that thread's exit */
+  CHECK_OK(pmkit_ctx_release(c2));
+  pmkit_ctx_ext(c)[PMKIT_EXT_USER] = 0xfeed;
+  pmkit_persist(pmkit_ctx_ext(c), 8 * PMKIT_CTX_EXT_WORDS);
+
+  /* Abort releases; commit applies deferred frees; the journal is bounded. */
+  void *b, *keep;
+  CHECK_RC(pmkit_fase_commit(c), PMKIT_E_STATE);
+  CHECK_OK(pmkit_fase_begin(c, 1));
+  CHECK_RC(pmkit_fase_begin(c, 1), PMKIT_E_STATE);
+  CHECK_OK(pmkit_alloc(p, 100, &b));
+  CHECK_OK(pmkit_fase_abort(c));
+  CHECK(pmkit_usable_size(p, b) == 0);
+  CHECK_OK(pmkit_alloc(p, 100, &keep));
+  CHECK_OK(pmkit_fase_begin(c, 2));
+  CHECK_OK(pmkit_free(p, keep));
+  CHECK(pmkit_usable_size(p, keep) > 0);
+  CHECK_OK(pmkit_fase_commit(c));
+  CHECK(pmkit_usable_size(p, keep) == 0);
+  CHECK_OK(pmkit_fase_begin(c, 3));
+  int r = 0;
+  for (unsigned i = 0; i <= PMKIT_JOURNAL_MAX && r == 0; i++)
+    r = pmkit_alloc(p, 16, &b);
+  CHECK_RC(r, PMKIT_E_NOSPC);
+  CHECK_OK(pmkit_fase_abort(c));
+  CHECK_OK(pmkit_pool_close(p));
+  CHECK_OK(pmkit_pool_open(path, NULL, &p));
+  CHECK_OK(pmkit_ctx_get(p, &c));
+  CHECK(pmkit_ctx_id(c) == 0 && pmkit_ctx_ext(c)[PMKIT_EXT_USER] == 0xfeed);
+  pmkit_pool_info info;
+  CHECK_OK(pmkit_pool_stat(p, &info));
+  CHECK(info.blocks_used == 2); /* root + victim: nothing leaked */
+  CHECK_OK(pmkit_pool_close(p));
+
+  /* How many crash points does the section have? */
+  char report[1100];
+  snprintf(report, sizeof report, "%s.report", path);
+  setup(path);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("PMKIT_CRASH_REPORT", report, 1);
+    execl(self, self, "child", path, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+  FILE *f = fopen(report, "r");
+  unsigned long long points = 0;
+  CHECK(f && fscanf(f, "%llu", &points) == 1);
+  fclose(f);
+  unlink(report);
+  CHECK(recover_and_check(path) == 0);
+
+  /* Crash at each of them, recover, check. */
+  unsigned replays = 0;
+  for (unsigned long long at = 1; at <= points; at++) {
+    setup(path);
+    pid = fork();
+    if (pid == 0) {
+      char v[32];
+      snprintf(v, sizeof v, "%llu", at);
+      setenv("PMKIT_CRASH_AT", v, 1);
+      execl(self, self, "child", path, (char *)NULL);
+      _exit(127);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == PMKIT_CRASH_EXIT);
+    replays += (unsigned)recover_and_check(path);
+  }
+  CHECK(replays > 0);
+  unlink(path);
+  printf("ctx_fase: ok (%llu crash points in a section, %u recovered by "
+         "replay)\n",
+         points, replays);
+  return 0;
+}
