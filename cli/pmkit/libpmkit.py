@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ctypes bindings for the part of libpmkit the command needs: opening, inspecting, checking and
+collecting pools. The C library does the work; this module only calls it and turns its
+negative PMKIT_E_* codes into PoolError with the library's message."""
+
+from __future__ import annotations
+
+import ctypes as C
+from dataclasses import dataclass
+
+from pmkit import paths
+
+# Error codes of include/pmkit/pmkit.h.
+E_INVAL, E_NOENT, E_EXIST, E_TRUNCATED, E_CORRUPT, E_FOREIGN, E_VERSION = range(-1, -8, -1)
+E_TOOSMALL, E_BUSY, E_ADDRINUSE, E_IO, E_NOMEM, E_NOSPC, E_STATE = range(-8, -15, -1)
+# Errors that mean "this file is not a good pool", as opposed to a usage or environment problem.
+VALIDATION_ERRORS = {E_TRUNCATED, E_CORRUPT, E_FOREIGN, E_VERSION}
+
+POOL_INSPECT = 0x1
+GC_OFFSETS = 0x1
+LAYOUT_MAX = 48
+
+
+class PoolError(Exception):
+    def __init__(self, code: int, name: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.name = name
+
+
+class _Opts(C.Structure):
+    _fields_ = [("layout", C.c_char_p), ("base", C.c_size_t), ("flags", C.c_uint)]
+
+
+class _Info(C.Structure):
+    _fields_ = [
+        ("layout_version", C.c_uint32),
+        ("uuid", C.c_uint8 * 16),
+        ("layout", C.c_char * LAYOUT_MAX),
+        ("base", C.c_uint64),
+        ("size", C.c_uint64),
+        ("generation", C.c_uint64),
+        ("heap_off", C.c_uint64),
+        ("chunk_size", C.c_uint64),
+        ("nchunks", C.c_uint64),
+        ("chunks_free", C.c_uint64),
+        ("chunks_small", C.c_uint64),
+        ("chunks_large", C.c_uint64),
+        ("blocks_used", C.c_uint64),
+        ("bytes_used", C.c_uint64),
+        ("root_off", C.c_uint64),
+        ("root_size", C.c_uint64),
+        ("nthreads", C.c_uint32),
+        ("threads_busy", C.c_uint32),
+    ]
+
+
+class _GcStats(C.Structure):
+    _fields_ = [
+        ("blocks_live", C.c_uint64),
+        ("blocks_freed", C.c_uint64),
+        ("bytes_freed", C.c_uint64),
+    ]
+
+
+@dataclass
+class PoolInfo:
+    layout_version: int
+    uuid: str
+    layout: str
+    base: int
+    size: int
+    generation: int
+    heap_off: int
+    chunk_size: int
+    nchunks: int
+    chunks_free: int
+    chunks_small: int
+    chunks_large: int
+    blocks_used: int
+    bytes_used: int
+    root_off: int
+    root_size: int
+    nthreads: int
+    threads_busy: int
+
+
+_lib = None
+
+
+def lib() -> C.CDLL:
+    global _lib
+    if _lib is None:
+        p = paths.find().libdir / "libpmkit.so"
+        if not p.exists():
+            raise paths.EnvError(f"{p} is missing: run 'make build' first")
+        L = C.CDLL(str(p))
+        L.pmkit_errormsg.restype = C.c_char_p
+        L.pmkit_strerror.restype = C.c_char_p
+        L.pmkit_strerror.argtypes = [C.c_int]
+        L.pmkit_pool_create.argtypes = [C.c_char_p, C.c_size_t, C.POINTER(_Opts), C.c_void_p]
+        L.pmkit_pool_open.argtypes = [C.c_char_p, C.POINTER(_Opts), C.c_void_p]
+        L.pmkit_pool_close.argtypes = [C.c_void_p]
+        L.pmkit_pool_stat.argtypes = [C.c_void_p, C.POINTER(_Info)]
+        L.pmkit_pool_check.argtypes = [C.c_void_p]
+        L.pmkit_pool_gc.argtypes = [C.c_void_p, C.c_uint, C.POINTER(_GcStats)]
+        L.pmkit_domain.restype = C.c_int
+        L.pmkit_flush_kind.restype = C.c_int
+        L.pmkit_flush_name.restype = C.c_char_p
+        L.pmkit_flush_name.argtypes = [C.c_int]
+        _lib = L
+    return _lib
+
+
+def _raise(rc: int) -> None:
+    if rc < 0:
+        L = lib()
+        raise PoolError(rc, L.pmkit_strerror(rc).decode(), L.pmkit_errormsg().decode())
+
+
+class Pool:
+    """An open pool; use as a context manager."""
+
+    def __init__(self, handle: C.c_void_p):
+        self._h = handle
+
+    @classmethod
+    def create(cls, path: str, size: int, layout: str = "", base: int = 0) -> Pool:
+        h = C.c_void_p()
+        opts = _Opts(layout.encode(), base, 0)
+        _raise(lib().pmkit_pool_create(path.encode(), size, C.byref(opts), C.byref(h)))
+        return cls(h)
+
+    @classmethod
+    def open(cls, path: str, inspect: bool = False) -> Pool:
+        h = C.c_void_p()
+        opts = _Opts(None, 0, POOL_INSPECT if inspect else 0)
+        _raise(lib().pmkit_pool_open(path.encode(), C.byref(opts), C.byref(h)))
+        return cls(h)
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._h:
+            lib().pmkit_pool_close(self._h)
+            self._h = None
+
+    def info(self) -> PoolInfo:
+        i = _Info()
+        _raise(lib().pmkit_pool_stat(self._h, C.byref(i)))
+        u = bytes(i.uuid).hex()
+        fields = {f: getattr(i, f) for f, _ in _Info._fields_ if f not in ("uuid", "layout")}
+        return PoolInfo(
+            uuid=f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}",
+            layout=i.layout.decode(errors="replace"),
+            **fields,
+        )
+
+    def check(self) -> None:
+        _raise(lib().pmkit_pool_check(self._h))
+
+    def gc(self, offsets: bool = False) -> tuple[int, int, int]:
+        s = _GcStats()
+        _raise(lib().pmkit_pool_gc(self._h, GC_OFFSETS if offsets else 0, C.byref(s)))
+        return s.blocks_live, s.blocks_freed, s.bytes_freed
+
+
+def domain() -> tuple[str, str]:
+    """(persistence domain, flush instruction) as the library sees them in this environment."""
+    L = lib()
+    return ("eadr" if L.pmkit_domain() == 1 else "adr"), L.pmkit_flush_name(
+        L.pmkit_flush_kind()
+    ).decode()

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The `pmkit` command: exit statuses (0 ok, 1 check failed, 2 usage or environment), one-line
+errors, help everywhere, pool create/info/check/gc on good and bad pools, and `pmkit cc`
+compiling and linking a program that uses a pool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+
+def test_help_and_version(run):
+    r = run("--help")
+    assert r.returncode == 0 and "pool" in r.stdout and "demo" in r.stdout
+    for sub in (["pool", "--help"], ["pool", "create", "--help"], ["demo", "--help"]):
+        assert run(*sub).returncode == 0
+    r = run("cc", "--help")
+    assert r.returncode == 0 and "--mode" in r.stdout
+    assert run("--version").stdout.startswith("pmkit ")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["frobnicate"], "invalid choice"),
+        (["pool"], "needs an action"),
+        (["pool", "create"], "required"),
+        (["pool", "create", "/dev/shm/x", "--size", "lots"], "bad size"),
+        (["cc", "--mode=bogus", "x.c"], "unknown mode"),
+        (["cc", "--mode=robust", "x.c"], "not available"),
+        (["cc"], "no input files"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(run, args, words):
+    r = run(*args)
+    assert r.returncode == 2
+    assert words in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 2  # argparse may add a usage line
+
+
+def test_pool_lifecycle(run, shm):
+    path = str(shm / "a.pool")
+    r = run("pool", "create", path, "--size", "8M", "--layout", "test")
+    assert r.returncode == 0, r.stderr
+    assert "created" in r.stdout
+    r = run("pool", "create", path)
+    assert r.returncode == 2 and "PMKIT_E_EXIST" in r.stderr
+    r = run("pool", "info", path, "--json")
+    assert r.returncode == 0
+    info = json.loads(r.stdout)
+    assert info["size"] == 8 << 20 and info["layout"] == "test" and info["blocks_used"] == 0
+    # Inspection does not count as a run: the generation stays.
+    assert json.loads(run("pool", "info", path, "--json").stdout)["generation"] == 1
+    r = run("pool", "info", path)
+    assert "mapped at" in r.stdout and "thread slots" in r.stdout
+    r = run("pool", "check", path)
+    assert r.returncode == 0 and "consistent" in r.stdout
+    r = run("pool", "gc", path)
+    assert r.returncode == 0 and "0 reclaimed" in r.stdout
+
+
+def test_pool_too_small_and_missing(run, shm):
+    r = run("pool", "create", str(shm / "s.pool"), "--size", "64K")
+    assert r.returncode == 2 and "PMKIT_E_TOOSMALL" in r.stderr
+    assert not (shm / "s.pool").exists()
+    r = run("pool", "check", str(shm / "missing.pool"))
+    assert r.returncode == 2 and "PMKIT_E_NOENT" in r.stderr
+
+
+def test_check_fails_on_bad_pools(run, shm):
+    path = shm / "c.pool"
+    assert run("pool", "create", str(path), "--size", "4M").returncode == 0
+    data = bytearray(path.read_bytes())
+    data[60] ^= 0xFF  # inside the checksummed header
+    path.write_bytes(bytes(data))
+    r = run("pool", "check", str(path))
+    assert r.returncode == 1 and "PMKIT_E_CORRUPT" in r.stderr
+    path.write_text("not a pool at all, just some text\n")
+    r = run("pool", "check", str(path))
+    assert r.returncode == 1 and "PMKIT_E_FOREIGN" in r.stderr
+
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+#include "pmkit/pmkit.h"
+
+PMKIT_FASE static int bump(unsigned long *n) { return (int)++*n; }
+
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  int r = pmkit_pool_open(argv[1], NULL, &p);
+  if (r == PMKIT_E_NOENT) r = pmkit_pool_create(argv[1], 4 << 20, NULL, &p);
+  if (r) { fprintf(stderr, "%s\n", pmkit_errormsg()); return 1; }
+  unsigned long *n;
+  if (pmkit_root(p, sizeof *n, (void **)&n)) return 1;
+  printf("run %d\n", bump(n));
+  pmkit_persist(n, sizeof *n);
+  return pmkit_pool_close(p);
+}
+"""
+
+
+def test_cc_builds_a_pool_program(run, shm, tmp_path):
+    src = tmp_path / "count.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / "count"
+    r = run("cc", "-O1", "-Wall", "-Werror", str(src), "-o", str(exe))
+    assert r.returncode == 0, r.stderr
+    pool = str(shm / "count.pool")
+    outs = [subprocess.run([str(exe), pool], capture_output=True, text=True) for _ in range(3)]
+    assert [o.stdout for o in outs] == ["run 1\n", "run 2\n", "run 3\n"]
+    # -c does not link; the dry run shows the plugin and the mode.
+    r = run("cc", "--pmkit-dry-run", "-c", str(src))
+    assert "-fpass-plugin=" in r.stdout and "-pmkit-mode=none" in r.stdout
+    assert "-lpmkit" not in r.stdout
