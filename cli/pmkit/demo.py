@@ -75,7 +75,7 @@ def _trial(exe: str, pool: str, ops: int, seed: int, env: dict, how: str, rng) -
     return crashed, ("ok " if c.returncode == 0 else "BAD ") + line
 
 
-def run(trials: int = 40, seed: int = 1, ops: int = 3000, keep: bool = False) -> int:
+def run(trials: int = 100, seed: int = 1, ops: int = 3000, keep: bool = False) -> int:
     p = paths.find()
     builds = {
         "kvstore": str(p.binary("examples/kvstore/kvstore")),
@@ -90,8 +90,8 @@ def run(trials: int = 40, seed: int = 1, ops: int = 3000, keep: bool = False) ->
     print(
         f"pmkit demo: a persistent key-value store ({ops} seeded put/get/delete operations over "
         f"{KEYS} keys)\nis crashed {trials} times per build, then recovered and checked against "
-        f"a replay.\npools in {workdir}; domain {dom}, flush {flush}; crash = emulated power "
-        "failure (eADR)\n"
+        f"a replay.\npools in {workdir}; PMKIT_DOMAIN={dom}, flushes by {flush}. A crash ends the "
+        "process at once;\nevery retired store survives it, as on an eADR platform.\n"
     )
     rng = random.Random(seed)
     results = []

@@ -259,8 +259,10 @@ void pmkit_rwlock_unlock(pmkit_rwlock *l);
 
 /* ---- crash points -------------------------------------------------------
  * Crash points are places where a runtime lets an emulated power failure
- * happen: every pmkit_fence, every persistent store of the allocator and
- * contexts, and points later runtimes document. With PMKIT_CRASH_AT=N the
+ * happen: every pmkit_fence, before every persistent store of the
+ * allocator and contexts, on return from pmkit_alloc and pmkit_free (so the
+ * caller's stores after them are separable from the allocation), and
+ * points later runtimes document. With PMKIT_CRASH_AT=N the
  * N-th crash point of the process (counting from 1, all threads) ends it at
  * once with _exit(PMKIT_CRASH_EXIT), leaving PM as an eADR platform would.
  * With PMKIT_CRASH_SEED=S each point crashes with probability

@@ -626,6 +626,10 @@ int pmkit_alloc(pmkit_pool *p, size_t size, void **out) {
   if (PMK_UNLIKELY(r))
     return r;
   commit(p, &b);
+  /* A crash point after the store as well as before it: otherwise the
+   * allocation and the caller's stores up to its next fence would look
+   * atomic to crash-point campaigns, hiding ordering bugs in between. */
+  pmk_crash_point();
   *out = (void *)b.addr;
   return 0;
 }
@@ -656,7 +660,9 @@ int pmkit_free(pmkit_pool *p, void *ptr) {
                      ptr);
     return fase_free(p, tc, &b);
   }
-  return do_free(p, &b);
+  int r = do_free(p, &b);
+  pmk_crash_point(); /* see pmkit_alloc */
+  return r;
 }
 
 size_t pmkit_usable_size(pmkit_pool *p, const void *ptr) {

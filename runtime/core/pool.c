@@ -290,9 +290,12 @@ int pmkit_pool_create(const char *path, size_t size,
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   h->created_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  pmkit_persist(h, sizeof *h);
+  /* No crash points here: until the link below the pool does not exist. */
+  pmkit_flush(h, sizeof *h);
+  pmk_fence();
   h->checksum = hdr_sum(h);
-  pmkit_persist(&h->checksum, sizeof h->checksum);
+  pmkit_flush(&h->checksum, sizeof h->checksum);
+  pmk_fence();
   if (fsync(fd) != 0) {
     r = pmk_err(PMKIT_E_IO, "fsync %s: %s", tmp, strerror(errno));
     goto fail;
