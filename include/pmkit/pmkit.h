@@ -186,9 +186,10 @@ size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
 
 /* ---- persistent thread contexts ----------------------------------------- */
 
-#define PMKIT_MAX_THREADS 64u /* context slots per pool                     */
-#define PMKIT_JOURNAL_MAX 96u /* allocations + frees per failure-atomic sec.   \
-                               */
+/* Context slots per pool; journal entries (allocations plus frees) per
+ * failure-atomic section; persistent extension words per slot. */
+#define PMKIT_MAX_THREADS 64u
+#define PMKIT_JOURNAL_MAX 96u
 #define PMKIT_CTX_EXT_WORDS 16u
 
 typedef struct pmkit_ctx pmkit_ctx;
