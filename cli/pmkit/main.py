@@ -53,21 +53,29 @@ def human(n: int) -> str:
 # ---- pool ------------------------------------------------------------------------------------
 
 
-def _pool_error(e) -> int:
+def _with_pool(open_pool, work):
+    """Run work(pool) on the pool open_pool() returns; map pool errors to exit statuses.
+
+    Returns (result, None) on success or (None, exit status) after printing the error."""
     from pmkit import libpmkit
 
-    print(f"pmkit: {e.name}: {e}", file=sys.stderr)
-    return EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+    try:
+        with open_pool() as p:
+            return work(p), None
+    except libpmkit.PoolError as e:
+        print(f"pmkit: {e.name}: {e}", file=sys.stderr)
+        return None, EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
 
 
 def cmd_pool_create(args) -> int:
     from pmkit import libpmkit
 
-    try:
-        with libpmkit.Pool.create(args.path, args.size, args.layout or "", args.base or 0) as p:
-            i = p.info()
-    except libpmkit.PoolError as e:
-        return _pool_error(e)
+    i, err = _with_pool(
+        lambda: libpmkit.Pool.create(args.path, args.size, args.layout or "", args.base or 0),
+        lambda p: p.info(),
+    )
+    if err is not None:
+        return err
     print(f"created {args.path}: {human(i.size)} at {i.base:#x}, uuid {i.uuid}")
     return EXIT_OK
 
@@ -75,11 +83,9 @@ def cmd_pool_create(args) -> int:
 def cmd_pool_info(args) -> int:
     from pmkit import libpmkit
 
-    try:
-        with libpmkit.Pool.open(args.path, inspect=True) as p:
-            i = p.info()
-    except libpmkit.PoolError as e:
-        return _pool_error(e)
+    i, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), lambda p: p.info())
+    if err is not None:
+        return err
     if args.json:
         print(json.dumps(asdict(i), indent=2))
         return EXIT_OK
@@ -106,12 +112,13 @@ def cmd_pool_info(args) -> int:
 def cmd_pool_check(args) -> int:
     from pmkit import libpmkit
 
-    try:
-        with libpmkit.Pool.open(args.path, inspect=True) as p:
-            p.check()
-            i = p.info()
-    except libpmkit.PoolError as e:
-        return _pool_error(e)
+    def check(p):
+        p.check()
+        return p.info()
+
+    i, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), check)
+    if err is not None:
+        return err
     print(f"{args.path}: consistent ({i.blocks_used} blocks allocated)")
     return EXIT_OK
 
@@ -119,11 +126,10 @@ def cmd_pool_check(args) -> int:
 def cmd_pool_gc(args) -> int:
     from pmkit import libpmkit
 
-    try:
-        with libpmkit.Pool.open(args.path) as p:
-            live, freed, nbytes = p.gc(offsets=args.offsets)
-    except libpmkit.PoolError as e:
-        return _pool_error(e)
+    r, err = _with_pool(lambda: libpmkit.Pool.open(args.path), lambda p: p.gc(args.offsets))
+    if err is not None:
+        return err
+    live, freed, nbytes = r
     print(f"{args.path}: {live} blocks reachable, {freed} reclaimed ({human(nbytes)})")
     return EXIT_OK
 
