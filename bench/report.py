@@ -1,0 +1,393 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Regenerate docs/results.md and docs/figures/*.png from bench/results/*.json only.
+
+Each results file (written by bench/run.py) becomes one section of
+docs/results.md. A benchmark gets a tailored section by adding a function
+`section_<name>(doc, out) -> list[str]` to the SECTIONS table at the bottom;
+any other benchmark gets the generic table of medians. Ratios are taken within
+one run: for each repetition the two variants ran back to back on the same
+configuration, and the ratio quoted is the median of those per-repetition
+ratios. Nothing here measures anything or reads anything but the JSON.
+
+Usage: python bench/report.py [--results-dir DIR] [--out FILE]
+(figures go to a figures/ folder beside FILE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+
+COLORS = {
+    "pmkit-adr": "#1f5fa8",
+    "pmkit-eadr": "#6baed6",
+    "glibc": "#7f7f7f",
+    "pmdk": "#d95f02",
+}
+
+
+@dataclass
+class Output:
+    """Where a section writes: the markdown file and its figures folder."""
+
+    md: Path
+    figures: Path
+
+    def link(self, fig: Path) -> str:
+        return fig.relative_to(self.md.parent).as_posix()
+
+
+# ---- reading the JSON ---------------------------------------------------------------------
+
+
+def metric_values(doc: dict, variant: str, config: dict) -> dict[int, float]:
+    """Metric of each repetition of one variant and configuration, by repetition."""
+    field = doc["parameters"]["metric"]["field"]
+    return {
+        r["repetition"]: r["result"][field]
+        for r in doc["runs"]
+        if r["variant"] == variant and r["config"] == config
+    }
+
+
+def median_of(doc: dict, variant: str, config: dict) -> dict | None:
+    for m in doc["medians"]:
+        if m["variant"] == variant and m["config"] == config:
+            return m
+    return None
+
+
+def paired_ratio(doc: dict, variant: str, baseline: str, config: dict) -> float | None:
+    """Median over repetitions of variant/baseline measured in the same repetition."""
+    a = metric_values(doc, variant, config)
+    b = metric_values(doc, baseline, config)
+    ratios = [a[k] / b[k] for k in a if k in b and b[k] > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def configs_where(doc: dict, where: dict) -> list[dict]:
+    seen = []
+    for m in doc["medians"]:
+        c = m["config"]
+        if all(c.get(k) == v for k, v in where.items()) and c not in seen:
+            seen.append(c)
+    return seen
+
+
+def variant_names(doc: dict) -> list[str]:
+    return [v["name"] for v in doc["parameters"]["variants"]]
+
+
+# ---- formatting -----------------------------------------------------------------------------
+
+
+def fmt_rate(x: float) -> str:
+    for scale, suffix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if x >= scale:
+            return f"{x / scale:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
+
+
+def fmt_size(n: int) -> str:
+    return f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
+
+
+def table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = {"l": ":---", "r": "---:", "c": ":---:"}
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(marks[a] for a in align) + "|",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def provenance(doc: dict) -> list[str]:
+    """Machine, commit, date and run parameters: the context every number needs."""
+    m, c, p = doc["machine"], doc["commit"], doc["parameters"]
+    info = m.get("bench_info", {})
+    sha = c.get("sha", "unknown")
+    dirty = " (with uncommitted changes)" if c.get("dirty") else ""
+    cpu = f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores"
+    flushes = ", ".join(m.get("cache_flush_instructions", [])) or "none"
+    lines = [
+        f"- Machine: {cpu} (flush instructions: {flushes}); {m.get('kernel', '?')}; "
+        f"{m.get('libc', 'libc ?')}",
+        f"- Build: CMAKE_BUILD_TYPE={m.get('build_type') or '(empty)'}, "
+        f"{Path(m.get('c_compiler', '?')).name}",
+        f"- Commit: `{sha[:12]}`{dirty}; run {doc['date']}, {doc.get('duration_s', '?')} s",
+        f"- Runs: {p['repetitions']} repetition(s) × {p['seconds']} s per run, "
+        "variants interleaved (order rotated per configuration); medians over repetitions",
+    ]
+    if p.get("constants"):
+        lines.append("- Constants: " + ", ".join(f"{k}={v}" for k, v in p["constants"].items()))
+    if info:
+        extra = ", ".join(f"{k}={v}" for k, v in info.items())
+        lines.append(f"- Reported by the binary: {extra}")
+    if doc.get("quick"):
+        lines.append("- **Quick smoke-test run: too short to quote.**")
+    return lines
+
+
+def notes(doc: dict) -> list[str]:
+    return ["Notes:", "", *(f"- {n}" for n in doc["notes"]), ""] if doc.get("notes") else []
+
+
+# ---- generic section --------------------------------------------------------------------------
+
+
+def section_generic(doc: dict, out: Output) -> list[str]:
+    metric = doc["parameters"]["metric"]
+    variants = variant_names(doc)
+    axes = list(doc["parameters"]["axes"])
+    rows = []
+    for config in configs_where(doc, {}):
+        row = [str(config[a]) for a in axes]
+        for v in variants:
+            m = median_of(doc, v, config)
+            row.append(fmt_rate(m["median"]) if m else "n/a")
+        rows.append(row)
+    return [
+        f"## {doc['benchmark']}",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        "",
+        *notes(doc),
+        f"Median {metric.get('unit', metric['field'])}:",
+        "",
+        *table(axes + variants, rows),
+    ]
+
+
+# ---- alloc ----------------------------------------------------------------------------------
+
+
+def figure_alloc(doc: dict, out: Output) -> Path:
+    variants = variant_names(doc)
+    threads = doc["parameters"]["axes"]["threads"]
+    sizes = doc["parameters"]["axes"]["size"]
+    fig, axs = plt.subplots(1, len(threads), figsize=(5.2 * len(threads), 4.2), sharey=True)
+    axs = axs if len(threads) > 1 else [axs]
+    width = 0.8 / len(variants)
+    lows = [m["min"] for m in doc["medians"] if m["min"] > 0]
+    highs = [m["max"] for m in doc["medians"]]
+    for ax, t in zip(axs, threads, strict=True):
+        for i, v in enumerate(variants):
+            med, lo, hi = [], [], []
+            for s in sizes:
+                m = median_of(doc, v, {"threads": t, "size": s})
+                med.append(m["median"] if m else float("nan"))
+                lo.append(m["median"] - m["min"] if m else 0)
+                hi.append(m["max"] - m["median"] if m else 0)
+            xs = [k + (i - (len(variants) - 1) / 2) * width for k in range(len(sizes))]
+            ax.bar(
+                xs,
+                med,
+                width,
+                yerr=[lo, hi],
+                capsize=2,
+                label=v,
+                color=COLORS.get(v),
+                error_kw={"elinewidth": 0.8},
+            )
+        ax.set_yscale("log")
+        if lows:  # start the bars near the data, not at the axis' default decade
+            ax.set_ylim(10 ** math.floor(math.log10(min(lows) / 2)), max(highs) * 2)
+        ax.set_xticks(range(len(sizes)), [fmt_size(s) for s in sizes])
+        ax.set_xlabel("block size")
+        ax.set_title(f"{t} thread{'s' if t > 1 else ''}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.set_axisbelow(True)
+    axs[0].set_ylabel("alloc+free pairs per second (log)")
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(variants), fontsize=9, frameon=False)
+    sha = doc["commit"].get("sha", "?")[:10]
+    fig.text(
+        0.5,
+        0.005,
+        f"median of {doc['parameters']['repetitions']} interleaved runs, whiskers min-max; "
+        f"{doc['machine'].get('cpu_model', '?')}, commit {sha}",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color="#444444",
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 0.93))
+    out.figures.mkdir(parents=True, exist_ok=True)
+    path = out.figures / "alloc.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def section_alloc(doc: dict, out: Output) -> list[str]:
+    p = doc["parameters"]
+    variants = variant_names(doc)
+    sizes = p["axes"]["size"]
+    threads = p["axes"]["threads"]
+    by_name = {v["name"]: v for v in p["variants"]}
+
+    # Targets: one column per (variant, baseline) pair, a verdict per target and variant.
+    columns, verdicts = [], []
+    for tg in doc.get("targets", []):
+        cfgs = configs_where(doc, tg.get("where", {}))
+        for v in tg["variants"]:
+            ratios = [paired_ratio(doc, v, tg["baseline"], c) for c in cfgs]
+            ratios_by_size = {c["size"]: r for c, r in zip(cfgs, ratios, strict=True)}
+            columns.append((v, tg, ratios_by_size))
+            met = sum(1 for r in ratios if r is not None and r >= tg["min_ratio"])
+            known = [r for r in ratios if r is not None]
+            verdict = "**met**" if known and met == len(ratios) else "**missed**"
+            span = f"{fmt_ratio(min(known))} – {fmt_ratio(max(known))}" if known else "n/a"
+            verdicts.append([tg["text"], v, span, f"{met}/{len(ratios)}", verdict])
+
+    ratio_rows = []
+    for s in sizes:
+        row = [fmt_size(s)]
+        for _, tg, rs in columns:
+            r = rs.get(s)
+            mark = "" if r is None else (" ✓" if r >= tg["min_ratio"] else " ✗")
+            row.append(fmt_ratio(r) + mark)
+        ratio_rows.append(row)
+    ratio_header = ["size"] + [
+        f"{v} / {tg['baseline']} (≥ {tg['min_ratio']}×)" for v, tg, _ in columns
+    ]
+
+    rate_rows = []
+    spreads = []
+    for t in threads:
+        for s in sizes:
+            row = [str(t), fmt_size(s)]
+            for v in variants:
+                m = median_of(doc, v, {"threads": t, "size": s})
+                row.append(fmt_rate(m["median"]) if m else "n/a")
+                if m and m["min"] > 0 and m["n"] > 1:
+                    spreads.append((m["max"] / m["min"] - 1, v, t, s))
+            rate_rows.append(row)
+
+    fig = figure_alloc(doc, out)
+    lines = [
+        "## alloc: allocator throughput",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        "",
+        "Variants:",
+        "",
+        *(f"- `{v}`: {by_name[v].get('description', '')}" for v in variants),
+        "",
+        *notes(doc),
+        "### Targets (1 thread)",
+        "",
+        "A target is met when it holds at every block size. Ratio = median over "
+        "repetitions of the two variants' throughputs measured back to back in the "
+        "same repetition.",
+        "",
+        *table(["target", "variant", "ratio range", "sizes met", "verdict"], verdicts, "lllrl"),
+        "",
+        "Ratios at 1 thread, per block size:",
+        "",
+        *table(ratio_header, ratio_rows),
+        "",
+        "### Median throughput (alloc+free pairs per second)",
+        "",
+        *table(["threads", "size"] + variants, rate_rows),
+        "",
+    ]
+    if spreads:
+        spreads.sort()
+        worst = spreads[-1]
+        mid = statistics.median(x[0] for x in spreads)
+        lines += [
+            f"Spread across repetitions (max/min − 1): median {mid:.0%}; widest {worst[0]:.0%} "
+            f"({worst[1]}, {worst[2]} thread(s), {fmt_size(worst[3])}).",
+            "",
+        ]
+    lines += [f"![alloc+free pairs per second]({out.link(fig)})"]
+    return lines
+
+
+# ---- the document -------------------------------------------------------------------------
+
+# Benchmark name -> its section. Add a benchmark's tailored section here.
+SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
+    "alloc": section_alloc,
+}
+
+
+def render(docs: list[dict], out: Output) -> str:
+    order = list(SECTIONS)
+    docs = sorted(
+        docs,
+        key=lambda d: (order.index(d["benchmark"]) if d["benchmark"] in order else len(order),
+                       d["benchmark"]),
+    )  # fmt: skip
+    lines = [
+        "<!-- Generated by bench/report.py from bench/results/*.json. Do not edit by hand:",
+        "     run `python bench/run.py` then `python bench/report.py` (or `make bench`). -->",
+        "",
+        "# Benchmark results",
+        "",
+        "Generated from the JSON in `bench/results/` by `bench/report.py`; each section "
+        "names the machine and commit it was measured on. Ratios are quoted from one run "
+        "with the variants interleaved, since absolute numbers drift on shared machines.",
+        "",
+    ]
+    if not docs:
+        lines += ["No results yet: run `python bench/run.py`.", ""]
+    for doc in docs:
+        section = SECTIONS.get(doc["benchmark"], section_generic)
+        lines += section(doc, out) + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results-dir", default=str(BENCH_DIR / "results"))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results.md"))
+    args = ap.parse_args(argv)
+    results = Path(args.results_dir)
+    docs = []
+    for path in sorted(results.glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"report.py: {path}: {e}", file=sys.stderr)
+            return 2
+        if "benchmark" not in doc or "runs" not in doc:
+            print(f"report.py: {path}: not a bench/run.py results file", file=sys.stderr)
+            return 2
+        docs.append(doc)
+    md = Path(args.out)
+    out = Output(md=md, figures=md.parent / "figures")
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(render(docs, out))
+    print(f"report.py: wrote {md} from {len(docs)} results file(s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

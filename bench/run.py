@@ -1,0 +1,363 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one benchmark harness: runs bench/<name>/ as its meta.json describes, writes JSON.
+
+A benchmark folder holds a meta.json naming a binary (relative to the build
+directory), an argument template, parameter axes, constants, variants (each
+with extra arguments and environment), the metric field of the binary's
+one-line JSON output, repetitions and seconds per run. The harness runs every
+(repetition, configuration, variant) with the variants interleaved: for each
+repetition and configuration, every variant in turn, the order rotated from one
+configuration to the next, so that drift on a shared machine affects all
+variants alike and their ratios can be quoted from one run. It writes
+bench/results/<name>.json (bench/results/tmp/<name>.json with --quick) holding
+the machine, the git commit, the date, the parameters, every repetition and the
+medians. bench/report.py turns those files into docs/results.md.
+
+Usage: python bench/run.py [NAME ...] [--quick] [--build-dir DIR] [--repetitions N]
+       [--seconds S] [--pool-dir DIR]
+Exit status: 0 on success, 1 if a run failed, 2 on a usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+SCHEMA = 1
+
+# Inherited variables that would change what a run measures (crash points,
+# domain, flush kind, PMDK tuning). Each variant sets its own explicitly.
+SCRUBBED_ENV_PREFIXES = ("PMKIT_", "PMEM_", "PMEMOBJ_")
+
+
+class HarnessError(Exception):
+    """A usage or environment problem: one line for the user, exit status 2."""
+
+
+class RunError(Exception):
+    """A benchmark binary failed: exit status 1."""
+
+
+def list_benchmarks() -> list[str]:
+    return sorted(p.parent.name for p in BENCH_DIR.glob("*/meta.json"))
+
+
+def load_meta(name: str) -> dict:
+    path = BENCH_DIR / name / "meta.json"
+    if not path.is_file():
+        known = ", ".join(list_benchmarks()) or "none"
+        raise HarnessError(f"no benchmark {name!r} (no {path}); known: {known}")
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"{path}: invalid JSON: {e}") from e
+    for key in ("binary", "args", "metric", "axes", "variants", "repetitions", "seconds"):
+        if key not in meta:
+            raise HarnessError(f"{path}: missing key {key!r}")
+    return meta
+
+
+def effective_params(meta: dict, args: argparse.Namespace) -> dict:
+    """Axes, constants, repetitions and seconds after --quick and overrides."""
+    params = {
+        "axes": dict(meta["axes"]),
+        "constants": dict(meta.get("constants", {})),
+        "repetitions": meta["repetitions"],
+        "seconds": meta["seconds"],
+    }
+    if args.quick:
+        quick = meta.get("quick", {})
+        params["axes"].update(quick.get("axes", {}))
+        params["constants"].update(quick.get("constants", {}))
+        params["repetitions"] = quick.get("repetitions", 1)
+        params["seconds"] = quick.get("seconds", params["seconds"])
+    if args.repetitions is not None:
+        params["repetitions"] = args.repetitions
+    if args.seconds is not None:
+        params["seconds"] = args.seconds
+    return params
+
+
+def configurations(axes: dict) -> list[dict]:
+    names = list(axes)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def expand(template: list[str], values: dict) -> list[str]:
+    try:
+        return [str(a).format(**values) for a in template]
+    except KeyError as e:
+        raise HarnessError(f"argument template names unknown parameter {e}") from None
+
+
+def base_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
+
+
+def run_once(cmd: list[str], env: dict, timeout: float) -> dict:
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise RunError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from e
+    if proc.returncode != 0:
+        msg = proc.stderr.strip().splitlines()
+        detail = msg[-1] if msg else "(no message)"
+        raise RunError(f"exit {proc.returncode}: {' '.join(cmd)}: {detail}")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError) as e:
+        raise RunError(f"no JSON object on stdout of {' '.join(cmd)}") from e
+
+
+# ---- machine and commit -------------------------------------------------------------------
+
+
+def cpu_info() -> dict:
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "model name":
+                model = value.strip()
+            elif key == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {
+        "cpu_model": model,
+        "cores": os.cpu_count(),
+        "cache_flush_instructions": [f for f in ("clwb", "clflushopt", "clflush") if f in flags],
+    }
+
+
+def cmake_cache(build_dir: Path) -> dict:
+    wanted = {"CMAKE_BUILD_TYPE": "build_type", "CMAKE_C_COMPILER": "c_compiler"}
+    out = {}
+    try:
+        for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
+            key, _, value = line.partition("=")
+            key = key.split(":")[0]
+            if key in wanted:
+                out[wanted[key]] = value
+    except OSError:
+        pass
+    return out
+
+
+def machine_info(build_dir: Path) -> dict:
+    info = cpu_info()
+    info["kernel"] = f"{platform.system()} {platform.release()}"
+    libc = " ".join(platform.libc_ver()).strip()
+    if libc:
+        info["libc"] = libc
+    info["python"] = platform.python_version()
+    info.update(cmake_cache(build_dir))
+    return info
+
+
+def git_commit() -> dict:
+    def git(*argv: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        sha = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.CalledProcessError):
+        return {"sha": "unknown", "dirty": None}
+    return {"sha": sha, "dirty": dirty}
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+
+def progress(done: int, total: int, text: str) -> None:
+    width = len(str(total))
+    print(f"[{done:{width}d}/{total}] {text}", file=sys.stderr, flush=True)
+
+
+def run_benchmark(name: str, args: argparse.Namespace) -> Path:
+    meta = load_meta(name)
+    build_dir = Path(args.build_dir).resolve()
+    binary = build_dir / meta["binary"]
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
+        raise HarnessError(
+            f"{name}: binary {binary} not found; build it first "
+            f"(cmake --build {args.build_dir}) or pass --build-dir"
+        )
+    machine = machine_info(build_dir)
+    if machine.get("build_type", "") not in ("Release", "RelWithDebInfo"):
+        print(
+            f"run.py: warning: {build_dir} has CMAKE_BUILD_TYPE="
+            f"{machine.get('build_type') or '(empty)'}; numbers from an unoptimised build "
+            "mislead (configure with -DCMAKE_BUILD_TYPE=RelWithDebInfo)",
+            file=sys.stderr,
+        )
+    env0 = base_env()
+    if meta.get("info_args"):
+        machine["bench_info"] = run_once([str(binary), *meta["info_args"]], env0, 60)
+
+    params = effective_params(meta, args)
+    configs = configurations(params["axes"])
+    variants = meta["variants"]
+    metric = meta["metric"]["field"]
+    reps, seconds = params["repetitions"], params["seconds"]
+    total = reps * len(configs) * len(variants)
+    timeout = 30 + 10 * (seconds + float(params["constants"].get("warmup", 0)))
+    print(
+        f"run.py: {name}: {reps} repetitions x {len(configs)} configurations x "
+        f"{len(variants)} variants = {total} runs of {seconds} s",
+        file=sys.stderr,
+    )
+
+    runs = []
+    done = 0
+    started = datetime.datetime.now(datetime.UTC)
+    for rep in range(reps):
+        for ci, config in enumerate(configs):
+            # Rotate the variant order so no variant always runs first or last.
+            shift = (rep + ci) % len(variants)
+            for order, variant in enumerate(variants[shift:] + variants[:shift]):
+                pool_dir = tempfile.mkdtemp(prefix=f"pmkit-bench-{name}-", dir=args.pool_dir)
+                try:
+                    values = {
+                        **params["constants"],
+                        **config,
+                        "seconds": seconds,
+                        "pool_dir": pool_dir,
+                    }
+                    vbinary = build_dir / variant["binary"] if "binary" in variant else binary
+                    cmd = [str(vbinary), *variant.get("args", []), *expand(meta["args"], values)]
+                    env = {**env0, **variant.get("env", {})}
+                    result = run_once(cmd, env, timeout)
+                finally:
+                    shutil.rmtree(pool_dir, ignore_errors=True)
+                if metric not in result:
+                    raise RunError(f"{' '.join(cmd)}: output lacks the field {metric!r}")
+                runs.append(
+                    {
+                        "repetition": rep,
+                        "order": order,
+                        "config": config,
+                        "variant": variant["name"],
+                        "result": result,
+                    }
+                )
+                done += 1
+                shown = " ".join(f"{k}={v}" for k, v in config.items())
+                progress(
+                    done,
+                    total,
+                    f"rep {rep + 1}/{reps} {shown} {variant['name']}: "
+                    f"{result[metric]:.4g} {meta['metric'].get('unit', '')}",
+                )
+
+    medians = []
+    for config in configs:
+        for variant in variants:
+            values = [
+                r["result"][metric]
+                for r in runs
+                if r["config"] == config and r["variant"] == variant["name"]
+            ]
+            medians.append(
+                {
+                    "config": config,
+                    "variant": variant["name"],
+                    "median": statistics.median(values),
+                    "min": min(values),
+                    "max": max(values),
+                    "n": len(values),
+                }
+            )
+
+    doc = {
+        "schema": SCHEMA,
+        "benchmark": name,
+        "description": meta.get("description", ""),
+        "quick": bool(args.quick),
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
+        "machine": machine,
+        "commit": git_commit(),
+        "parameters": {
+            **params,
+            "variants": variants,
+            "metric": meta["metric"],
+            "binary": meta["binary"],
+            "args": meta["args"],
+            "scrubbed_env_prefixes": list(SCRUBBED_ENV_PREFIXES),
+            "pool_dir": args.pool_dir,
+        },
+        "targets": meta.get("targets", []),
+        "notes": meta.get("notes", []),
+        "runs": runs,
+        "medians": medians,
+    }
+    out_dir = RESULTS_DIR / "tmp" if args.quick else RESULTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{name}.json"
+    tmp = out.with_suffix(".json.part")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="benchmarks to run (default: every bench/*/meta.json)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: fewer configurations, repetitions and seconds; "
+        "writes bench/results/tmp/<name>.json",
+    )
+    ap.add_argument(
+        "--build-dir", default=str(REPO / "build"), help="CMake build directory (default: build)"
+    )
+    ap.add_argument("--repetitions", type=int, help="override the repetitions of meta.json")
+    ap.add_argument("--seconds", type=float, help="override the seconds per run of meta.json")
+    ap.add_argument(
+        "--pool-dir", default="/dev/shm", help="where run directories for pool files go"
+    )
+    args = ap.parse_args(argv)
+    if args.repetitions is not None and args.repetitions < 1:
+        ap.error("--repetitions must be at least 1")
+    if args.seconds is not None and args.seconds <= 0:
+        ap.error("--seconds must be positive")
+    try:
+        if not Path(args.pool_dir).is_dir():
+            raise HarnessError(f"--pool-dir {args.pool_dir} is not a directory")
+        for name in args.names or list_benchmarks():
+            out = run_benchmark(name, args)
+            print(f"run.py: wrote {out.relative_to(REPO)}", file=sys.stderr)
+    except HarnessError as e:
+        print(f"run.py: {e}", file=sys.stderr)
+        return 2
+    except RunError as e:
+        print(f"run.py: run failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("run.py: interrupted; no results written", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
