@@ -12,12 +12,17 @@
  * names its class, so a chunk is never seen with a stale bitmap.
  *
  * Speed comes from volatile state beside it: each thread owns one current
- * chunk per size class and is the only one to set bits in it, so allocation
- * is a bitmap scan plus one locked OR and one cache-line write-back, with no
- * fence: the allocation becomes durable at the caller's next fence, which a
- * correct program issues before publishing the block. Frees from any thread
- * clear bits with a locked AND; a full chunk is detached from its owner and
- * returns to a per-class list of partial chunks when a block in it is freed.
+ * chunk per size class and is the only one to set bits in it. It reserves
+ * all free blocks of one bitmap word at once (one locked OR and one
+ * cache-line write-back, no fence) and then hands them out from a volatile
+ * mask, so most allocations touch no persistent memory at all. The
+ * reservation is durable at the caller's next fence, which a correct program
+ * issues before publishing a block. A crash leaks the reserved blocks not
+ * yet handed out (at most 63 per class and thread); pmkit_pool_gc reclaims
+ * them. Frees from any thread clear a bit with a locked AND and no
+ * write-back: losing a free in a crash only leaks a block its program had
+ * already unpublished. A full chunk is detached from its owner and returns
+ * to a per-class list of partial chunks when a block in it is freed.
  *
  * Failure-atomic runtimes journal allocations in the thread's context slot
  * (pmkit_fase_begin): each block is recorded before it is marked allocated,
@@ -344,9 +349,12 @@ struct pmk_tc *pmk_tc_slow(pmkit_pool *p) {
   return tc;
 }
 
+static void unreserve(pmkit_pool *p, struct pmk_tcls *t);
+
 void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc) {
   for (unsigned c = 0; c < PMK_NCLASS; c++)
     if (tc->cls[c].chunk != PMK_NONE) {
+      unreserve(p, &tc->cls[c]);
       detach(p, tc->cls[c].chunk, c);
       tc->cls[c].chunk = PMK_NONE;
     }
@@ -359,12 +367,13 @@ void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc) {
 /* ---- reserve and commit
  * -------------------------------------------------------- */
 
-/* Pick a free small block of class c in the thread's own chunk. Only the
- * owner sets bits in a chunk, so the block stays free until committed. */
+/* Hand out a reserved block of class c, reserving the free blocks of the
+ * next bitmap word with free bits when none is left. Only the owner sets
+ * bits in a chunk, so the free bits it sees stay free until it sets them. */
 static int small_pick(pmkit_pool *p, struct pmk_tc *tc, unsigned c,
                       struct blk *b) {
   struct pmk_tcls *t = &tc->cls[c];
-  for (;;) {
+  while (PMK_UNLIKELY(t->mask == 0)) {
     if (t->chunk != PMK_NONE) {
       struct pmk_chunk *ch = chunk_hdr(p, t->chunk);
       uint32_t nw = (ch->nblocks + 63) >> 6;
@@ -374,16 +383,17 @@ static int small_pick(pmkit_pool *p, struct pmk_tc *tc, unsigned c,
           w -= nw;
         uint64_t v = __atomic_load_n(&ch->bitmap[w], __ATOMIC_RELAXED);
         if (~v) {
+          pmk_crash_point();
+          uint64_t old =
+              __atomic_fetch_or(&ch->bitmap[w], ~v, __ATOMIC_SEQ_CST);
+          pmk_flush_line(&ch->bitmap[w]);
           t->word = w;
-          b->chunk = t->chunk;
-          b->idx = w * 64 + (uint32_t)__builtin_ctzll(~v);
-          b->large = 0;
-          b->size = pmk_class_size[c];
-          b->addr = chunk_addr(p, t->chunk) + PMK_CHUNK_HDR +
-                    (uintptr_t)b->idx * b->size;
-          return 0;
+          t->mask = ~v & ~old;
+          break;
         }
       }
+      if (t->mask)
+        break;
       detach(p, t->chunk, c);
       t->chunk = PMK_NONE;
     }
@@ -394,6 +404,35 @@ static int small_pick(pmkit_pool *p, struct pmk_tc *tc, unsigned c,
     t->chunk = id;
     t->word = 0;
   }
+  uint32_t bit = (uint32_t)__builtin_ctzll(t->mask);
+  t->mask &= t->mask - 1;
+  b->chunk = t->chunk;
+  b->idx = t->word * 64 + bit;
+  b->large = 0;
+  b->size = pmk_class_size[c];
+  b->addr =
+      chunk_addr(p, t->chunk) + PMK_CHUNK_HDR + (uintptr_t)b->idx * b->size;
+  return 0;
+}
+
+/* Give back the calling thread's reserved, unused blocks of one class. */
+static void unreserve(pmkit_pool *p, struct pmk_tcls *t) {
+  if (!t->mask)
+    return;
+  uint64_t *w = &chunk_hdr(p, t->chunk)->bitmap[t->word];
+  pmk_crash_point();
+  __atomic_fetch_and(w, ~t->mask, __ATOMIC_SEQ_CST);
+  pmk_flush_line(w);
+  t->mask = 0;
+}
+
+void pmk_tc_unreserve(pmkit_pool *p) {
+  struct pmk_tc *tc = pmk_tcs[p->id];
+  if (!tc || tc->serial != p->serial)
+    return;
+  for (unsigned c = 0; c < PMK_NCLASS; c++)
+    unreserve(p, &tc->cls[c]);
+  pmk_fence();
 }
 
 static int reserve(pmkit_pool *p, struct pmk_tc *tc, size_t size,
@@ -416,20 +455,25 @@ static int reserve(pmkit_pool *p, struct pmk_tc *tc, size_t size,
   return 0;
 }
 
+/* Make a reserved block allocated in PM. Small blocks already are: their
+ * word was reserved by small_pick. */
 static void commit(pmkit_pool *p, const struct blk *b) {
-  if (b->large) {
+  if (b->large)
     large_commit(p, b->chunk, b->idx);
-    return;
-  }
+}
+
+/* Mark one small block allocated (journal replay after a crash). */
+static void set_bit(pmkit_pool *p, const struct blk *b) {
   uint64_t *w = &chunk_hdr(p, b->chunk)->bitmap[b->idx >> 6];
   pmk_crash_point();
   __atomic_fetch_or(w, 1ull << (b->idx & 63), __ATOMIC_RELAXED);
   pmk_flush_line(w);
 }
 
-/* Persistently release a block; 1 if it was live, 0 if already free. Used
- * directly where no volatile state exists yet (open) and by pmkit_free. */
-static int release(pmkit_pool *p, const struct blk *b) {
+/* Release a block in PM; 1 if it was live, 0 if already free. `flush`
+ * writes a small block's bitmap word back (a large run's table entries
+ * always are); pmkit_free does not: a lost free only leaks. */
+static int release(pmkit_pool *p, const struct blk *b, int flush) {
   if (b->large) {
     if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
       return 0;
@@ -442,7 +486,8 @@ static int release(pmkit_pool *p, const struct blk *b) {
   uint64_t m = 1ull << (b->idx & 63);
   pmk_crash_point();
   uint64_t old = __atomic_fetch_and(w, ~m, __ATOMIC_SEQ_CST);
-  pmk_flush_line(w);
+  if (flush)
+    pmk_flush_line(w);
   return (old & m) != 0;
 }
 
@@ -450,12 +495,12 @@ int pmk_raw_free(pmkit_pool *p, uint64_t off) {
   struct blk b;
   if (blk_at(p, p->base + off, &b))
     return 0;
-  return release(p, &b);
+  return release(p, &b, 1);
 }
 
 /* Release with the volatile bookkeeping of a running pool. */
-static int do_free(pmkit_pool *p, struct blk *b) {
-  if (!release(p, b))
+static int do_free(pmkit_pool *p, struct blk *b, int flush) {
+  if (!release(p, b, flush))
     return pmk_err(PMKIT_E_INVAL,
                    "pmkit_free(%p): block is not allocated "
                    "(double free?)",
@@ -500,7 +545,7 @@ static void materialize(pmkit_pool *p, uint64_t e) {
   }
   struct blk b;
   if (!blk_at(p, a, &b) && !blk_live(p, &b))
-    commit(p, &b);
+    set_bit(p, &b);
 }
 
 void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
@@ -519,9 +564,9 @@ int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
     if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b))
       continue;
     if (p->freemap)
-      do_free(p, &b);
+      do_free(p, &b, 1);
     else
-      release(p, &b);
+      release(p, &b, 1);
   }
   pmk_store64(&c->njournal, from);
   pmk_fence();
@@ -540,9 +585,9 @@ int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c) {
       continue;
     if (p->freemap) {
       if (blk_live(p, &b))
-        do_free(p, &b);
+        do_free(p, &b, 1);
     } else {
-      release(p, &b);
+      release(p, &b, 1);
     }
   }
   pmk_fence();
@@ -660,7 +705,7 @@ int pmkit_free(pmkit_pool *p, void *ptr) {
                      ptr);
     return fase_free(p, tc, &b);
   }
-  int r = do_free(p, &b);
+  int r = do_free(p, &b, 0);
   pmk_crash_point(); /* see pmkit_alloc */
   return r;
 }
@@ -911,6 +956,7 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_gc: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  pmk_tc_unreserve(p); /* release the caller's reservations, not sweep them */
   struct gc g = {.p = p, .flags = flags};
   g.marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g.marks);
   if (!g.marks)
@@ -950,7 +996,7 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
         if (mk && (mk[0] & 1)) {
           st.blocks_live++;
         } else {
-          release(p, &b);
+          release(p, &b, 1);
           st.blocks_freed++;
           st.bytes_freed += b.size;
         }
@@ -967,7 +1013,7 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
         if (mk && (mk[i >> 6] >> (i & 63) & 1)) {
           st.blocks_live++;
         } else {
-          release(p, &b);
+          release(p, &b, 1);
           st.blocks_freed++;
           st.bytes_freed += bs;
         }

@@ -179,6 +179,7 @@ PMK_HIDDEN int pmk_heap_open(pmkit_pool *p, int repair);
 PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
 PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
 PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
+PMK_HIDDEN void pmk_tc_unreserve(pmkit_pool *p);
 PMK_HIDDEN int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c);
 PMK_HIDDEN void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c);
 PMK_HIDDEN int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c,
@@ -191,7 +192,9 @@ PMK_HIDDEN void pmk_fence(void);
 #define PMK_NONE UINT32_MAX
 struct pmk_tcls {
   uint32_t chunk; /* current chunk of this class or PMK_NONE */
-  uint32_t word;  /* bitmap word where the last search stopped */
+  uint32_t word;  /* bitmap word of `mask`, where the next search starts */
+  uint64_t mask;  /* blocks of that word reserved (set in PM) but not yet
+                     handed out */
 };
 struct pmk_tc {
   uint64_t serial;

@@ -529,6 +529,8 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   info->nthreads = PMKIT_MAX_THREADS;
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)
     info->threads_busy += p->ctxs[i].state != PMK_CTX_IDLE;
+  if (!(p->flags & PMKIT_POOL_INSPECT))
+    pmk_tc_unreserve(p); /* count the caller's reserved blocks as free */
   pmkit_pool_info tmp;
   int r = pmk_heap_check(p, &tmp);
   info->blocks_used = tmp.blocks_used;
