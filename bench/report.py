@@ -127,7 +127,11 @@ def provenance(doc: dict) -> list[str]:
     m, c, p = doc["machine"], doc["commit"], doc["parameters"]
     info = m.get("bench_info", {})
     sha = c.get("sha", "unknown")
-    dirty = " (with uncommitted changes)" if c.get("dirty") else ""
+    dirty = ""
+    if c.get("dirty"):
+        files = c.get("changed_files", [])
+        shown = ", ".join(f"`{f}`" for f in files[:6]) + (", ..." if len(files) > 6 else "")
+        dirty = f" with uncommitted changes to {shown}" if files else " (with uncommitted changes)"
     cpu = f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores"
     flushes = ", ".join(m.get("cache_flush_instructions", [])) or "none"
     lines = [

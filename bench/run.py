@@ -11,7 +11,10 @@ configuration to the next, so that drift on a shared machine affects all
 variants alike and their ratios can be quoted from one run. It writes
 bench/results/<name>.json (bench/results/tmp/<name>.json with --quick) holding
 the machine, the git commit, the date, the parameters, every repetition and the
-medians. bench/report.py turns those files into docs/results.md.
+medians. Inherited PMKIT_*, PMEM_* and PMEMOBJ_* variables are dropped so
+that only the variants' own settings apply, and a run stops without writing
+anything if the binary or its libraries in the build directory change under
+it (another build). bench/report.py turns the JSON into docs/results.md.
 
 Usage: python bench/run.py [NAME ...] [--quick] [--build-dir DIR] [--repetitions N]
        [--seconds S] [--pool-dir DIR]
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import itertools
 import json
 import os
@@ -41,6 +45,11 @@ SCHEMA = 1
 # Inherited variables that would change what a run measures (crash points,
 # domain, flush kind, PMDK tuning). Each variant sets its own explicitly.
 SCRUBBED_ENV_PREFIXES = ("PMKIT_", "PMEM_", "PMEMOBJ_")
+
+
+# What this harness and bench/report.py write: changes there do not make the
+# measured code differ from the commit.
+NOT_CODE = (":(exclude)bench/results", ":(exclude)docs/results.md", ":(exclude)docs/figures")
 
 
 class HarnessError(Exception):
@@ -112,6 +121,8 @@ def run_once(cmd: list[str], env: dict, timeout: float) -> dict:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise RunError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from e
+    except OSError as e:
+        raise RunError(f"cannot run {cmd[0]}: {e.strerror}") from e
     if proc.returncode != 0:
         msg = proc.stderr.strip().splitlines()
         detail = msg[-1] if msg else "(no message)"
@@ -121,6 +132,34 @@ def run_once(cmd: list[str], env: dict, timeout: float) -> dict:
         return json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError) as e:
         raise RunError(f"no JSON object on stdout of {' '.join(cmd)}") from e
+
+
+def build_files(binary: Path, build_dir: Path) -> list[Path]:
+    """The binary and the libraries it loads from the build directory (by ldd)."""
+    files = [binary]
+    try:
+        ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+    except OSError:
+        ldd = ""
+    for line in ldd.splitlines():
+        _, arrow, rest = line.partition("=>")
+        lib = Path(rest.split("(")[0].strip()) if arrow else None
+        if lib and lib.is_absolute() and lib.resolve().is_relative_to(build_dir):
+            files.append(lib.resolve())
+    return files
+
+
+def fingerprint(files: list[Path]) -> dict:
+    """Size and mtime of each file: another build into the same directory during
+    a run would mix two versions of the code in one set of ratios."""
+    out = {}
+    for f in files:
+        try:
+            st = f.stat()
+            out[str(f)] = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            out[str(f)] = None
+    return out
 
 
 # ---- machine and commit -------------------------------------------------------------------
@@ -178,10 +217,20 @@ def git_commit() -> dict:
 
     try:
         sha = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        changed = git("diff", "HEAD", "--name-only", "--", ".", *NOT_CODE).splitlines()
+        diff = subprocess.run(
+            ["git", "-C", str(REPO), "diff", "HEAD", "--", ".", *NOT_CODE],
+            capture_output=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return {"sha": "unknown", "dirty": None}
-    return {"sha": sha, "dirty": dirty}
+    info = {"sha": sha, "dirty": bool(changed)}
+    if changed:
+        # Identify the uncommitted state that was measured, not just that there was one.
+        info["changed_files"] = changed
+        info["diff_sha256"] = hashlib.sha256(diff).hexdigest()
+    return info
 
 
 # ---- the run --------------------------------------------------------------------------------
@@ -190,6 +239,14 @@ def git_commit() -> dict:
 def progress(done: int, total: int, text: str) -> None:
     width = len(str(total))
     print(f"[{done:{width}d}/{total}] {text}", file=sys.stderr, flush=True)
+
+
+def check_build(files: list[Path], built: dict, build_dir: Path) -> None:
+    if fingerprint(files) != built:
+        raise RunError(
+            f"the build in {build_dir} changed during the run (another build?); "
+            "no results written: rerun when no build is in progress"
+        )
 
 
 def run_benchmark(name: str, args: argparse.Namespace) -> Path:
@@ -210,6 +267,9 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
             file=sys.stderr,
         )
     env0 = base_env()
+    files = build_files(binary, build_dir)
+    built = fingerprint(files)
+    commit = git_commit()
     if meta.get("info_args"):
         machine["bench_info"] = run_once([str(binary), *meta["info_args"]], env0, 60)
 
@@ -234,6 +294,7 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
             # Rotate the variant order so no variant always runs first or last.
             shift = (rep + ci) % len(variants)
             for order, variant in enumerate(variants[shift:] + variants[:shift]):
+                check_build(files, built, build_dir)
                 pool_dir = tempfile.mkdtemp(prefix=f"pmkit-bench-{name}-", dir=args.pool_dir)
                 try:
                     values = {
@@ -268,6 +329,8 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                     f"{result[metric]:.4g} {meta['metric'].get('unit', '')}",
                 )
 
+    check_build(files, built, build_dir)
+
     medians = []
     for config in configs:
         for variant in variants:
@@ -295,7 +358,7 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
         "date": started.isoformat(timespec="seconds"),
         "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
         "machine": machine,
-        "commit": git_commit(),
+        "commit": commit,
         "parameters": {
             **params,
             "variants": variants,

@@ -312,7 +312,8 @@ static uint32_t large_len(size_t size) {
 /* ---- thread caches
  * ----------------------------------------------------------- */
 
-__thread struct pmk_tc *pmk_tcs[PMK_MAX_POOLS];
+__thread struct pmk_tc *pmk_tcs[PMK_MAX_POOLS]
+    __attribute__((tls_model("initial-exec")));
 static pthread_key_t tc_key;
 static pthread_once_t tc_key_once = PTHREAD_ONCE_INIT;
 
