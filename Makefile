@@ -62,8 +62,12 @@ bench: build
 	$(VENV)/python bench/run.py alloc
 	$(VENV)/python bench/report.py
 
+# Longer crash campaigns: 20000 random kills of the allocator workload and
+# every crash point of the key-value store's workload (about 10 minutes).
 crashtest-full: build
-	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 ctest --output-on-failure -R crash
+	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 PMKIT_CRASH_SECONDS=1800 \
+	  ctest --output-on-failure -R runtime.alloc_crash
+	MAX_POINTS=100000 SEEDS=50 examples/kvstore/crashtest.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD)
