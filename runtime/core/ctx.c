@@ -132,6 +132,10 @@ int pmkit_fase_commit(pmkit_ctx *c) {
                    "context %u: no section in flight on this "
                    "thread",
                    c->id);
+  /* A re-execution that made fewer allocations and frees than the
+   * interrupted one: the rest of the journal is not its work. */
+  if (tc->replay && tc->rcur < c->pm->njournal)
+    pmk_journal_release(c->pool, c->pm, tc->rcur);
   tc->fase = NULL;
   tc->replay = 0;
   if (c->pm->njournal == 0) { /* nothing deferred: one ordered store */

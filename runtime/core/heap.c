@@ -206,11 +206,11 @@ static uint32_t list_pop(struct pmk_list *l) {
   return id;
 }
 
-static int chunk_has_free(const pmkit_pool *p, uint32_t id) {
+static int chunk_has_free(const pmkit_pool *p, uint32_t id, unsigned c) {
   const struct pmk_chunk *ch = chunk_hdr(p, id);
-  uint32_t nw = (ch->nblocks + 63) >> 6;
+  uint32_t nw = (nblocks_of(c) + 63) >> 6;
   for (uint32_t w = 0; w < nw; w++)
-    if (~__atomic_load_n(&ch->bitmap[w], __ATOMIC_ACQUIRE))
+    if (~__atomic_load_n(&ch->bitmap[w], __ATOMIC_SEQ_CST))
       return 1;
   return 0;
 }
@@ -226,7 +226,7 @@ static void maybe_list(pmkit_pool *p, uint32_t id, unsigned c) {
 
 static void detach(pmkit_pool *p, uint32_t id, unsigned c) {
   atomic_store(&p->cstate[id], PMK_CS_DETACHED);
-  if (chunk_has_free(p, id))
+  if (chunk_has_free(p, id, c))
     maybe_list(p, id, c);
 }
 
@@ -323,8 +323,10 @@ static void tc_thread_exit(void *unused) {
     struct pmk_tc *tc = pmk_tcs[i];
     if (!tc)
       continue;
-    if (tc->pool && tc->serial == tc->pool->serial)
-      pmk_heap_thread_exit(tc->pool, tc);
+    /* The pool may have been closed (and freed) since: ask the registry. */
+    pmkit_pool *p = pmk_reg_lookup(i, tc->serial);
+    if (p)
+      pmk_heap_thread_exit(p, tc);
     free(tc);
     pmk_tcs[i] = NULL;
   }
@@ -377,7 +379,7 @@ static int small_pick(pmkit_pool *p, struct pmk_tc *tc, unsigned c,
   while (PMK_UNLIKELY(t->mask == 0)) {
     if (t->chunk != PMK_NONE) {
       struct pmk_chunk *ch = chunk_hdr(p, t->chunk);
-      uint32_t nw = (ch->nblocks + 63) >> 6;
+      uint32_t nw = (nblocks_of(c) + 63) >> 6;
       for (uint32_t i = 0; i < nw; i++) {
         uint32_t w = t->word + i;
         if (w >= nw)
@@ -507,6 +509,9 @@ static int do_free(pmkit_pool *p, struct blk *b, int flush) {
                    "(double free?)",
                    (void *)b->addr);
   if (b->large) {
+    /* The freed entries must be durable before any chunk of the run is
+     * reused: another thread's fence would not order this write-back. */
+    pmk_fence();
     freemap_put(p, b->chunk, b->idx);
   } else if (atomic_load(&p->cstate[b->chunk]) == PMK_CS_DETACHED) {
     maybe_list(p, b->chunk, p->table[b->chunk] - 1);
@@ -557,8 +562,16 @@ void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
 
 /* Release the allocations journaled at index >= from, and forget them. */
 int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
-  for (uint64_t i = c->njournal; i-- > from;) {
+  /* From the end, each entry leaves the journal durably before its block is
+   * released: once released, the block may be reallocated and published by
+   * another thread, and a crash must not let the journal hand it out again.
+   * A crash in between leaks the block instead. */
+  uint64_t n =
+      c->njournal < PMKIT_JOURNAL_MAX ? c->njournal : PMKIT_JOURNAL_MAX;
+  for (uint64_t i = n; i-- > from;) {
     uint64_t e = c->journal[i];
+    pmk_store64(&c->njournal, i);
+    pmk_fence();
     if (e & PMK_J_FREE)
       continue;
     struct blk b;
@@ -569,27 +582,34 @@ int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
     else
       release(p, &b, 1);
   }
-  pmk_store64(&c->njournal, from);
-  pmk_fence();
+  if (c->njournal != from) {
+    pmk_store64(&c->njournal, from);
+    pmk_fence();
+  }
   return 0;
 }
 
 /* Apply deferred frees of a committed section, then empty the journal and
  * mark the slot idle. Idempotent: safe to repeat after a crash. */
 int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c) {
-  for (uint64_t i = 0; i < c->njournal && i < PMKIT_JOURNAL_MAX; i++) {
+  /* As in pmk_journal_release: a free leaves the journal durably before it
+   * is applied, so a crash can never apply it twice (the second time to a
+   * block reallocated meanwhile); it can only lose it, which leaks. */
+  uint64_t n =
+      c->njournal < PMKIT_JOURNAL_MAX ? c->njournal : PMKIT_JOURNAL_MAX;
+  for (uint64_t i = n; i-- > 0;) {
     uint64_t e = c->journal[i];
     if (!(e & PMK_J_FREE))
       continue;
+    pmk_store64(&c->njournal, i);
+    pmk_fence();
     struct blk b;
-    if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b))
+    if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b) || !blk_live(p, &b))
       continue;
-    if (p->freemap) {
-      if (blk_live(p, &b))
-        do_free(p, &b, 1);
-    } else {
+    if (p->freemap)
+      do_free(p, &b, 1);
+    else
       release(p, &b, 1);
-    }
   }
   pmk_fence();
   pmk_store64(&c->njournal, 0);
@@ -694,6 +714,8 @@ int pmkit_free(pmkit_pool *p, void *ptr) {
     return 0;
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_free: NULL pool");
+  if (p->flags & PMKIT_POOL_INSPECT)
+    return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
   struct blk b;
   if (blk_at(p, (uintptr_t)ptr, &b))
     return pmk_err(PMKIT_E_INVAL,
@@ -721,8 +743,93 @@ size_t pmkit_usable_size(pmkit_pool *p, const void *ptr) {
 /* ---- open: repair and rebuild
  * ------------------------------------------------------ */
 
+/* Is journal entry e plausible? Checked before anything trusts it: a bad
+ * pool file must give PMKIT_E_CORRUPT, never a wild write. Entries of a
+ * section a crash interrupted may name blocks not (or no longer)
+ * allocated, so liveness is not required. */
+static int journal_entry_ok(const pmkit_pool *p, uint64_t e) {
+  uintptr_t a = p->base + (e & PMK_J_OFF_MASK);
+  uint32_t n = (uint32_t)((e & ~PMK_J_FREE) >> PMK_J_LEN_SHIFT);
+  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
+    return 0;
+  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+  uint32_t t = p->table[id];
+  if (n) /* a large allocation: a run start, inside the heap */
+    return !(e & PMK_J_FREE) && a == chunk_addr(p, id) + PMK_LARGE_HDR &&
+           (uint64_t)id + n <= p->nchunks;
+  if (t >= 1 && t <= PMK_NCLASS) { /* a small block slot */
+    uint32_t bs = pmk_class_size[t - 1];
+    uintptr_t ca = chunk_addr(p, id) + PMK_CHUNK_HDR;
+    return a >= ca && (a - ca) % bs == 0 && (a - ca) / bs < nblocks_of(t - 1);
+  }
+  /* A freed large block, or a free whose chunk went back to the heap. */
+  return a == chunk_addr(p, id) + PMK_LARGE_HDR;
+}
+
+static int journals_ok(pmkit_pool *p) {
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    const struct pmk_ctx_pm *c = &p->ctxs[i];
+    if (c->state > PMK_CTX_COMMITTING)
+      return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
+                     (unsigned long long)c->state);
+    if (c->njournal > PMKIT_JOURNAL_MAX)
+      return pmk_err(PMKIT_E_CORRUPT, "context %u: journal count %llu", i,
+                     (unsigned long long)c->njournal);
+    for (uint64_t j = 0; j < c->njournal; j++)
+      if (!journal_entry_ok(p, c->journal[j]))
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "context %u: journal entry %llu (%#llx) is not a block",
+                       i, (unsigned long long)j,
+                       (unsigned long long)c->journal[j]);
+  }
+  return 0;
+}
+
+/* Table entries and small-chunk headers, before anything trusts them. */
+static int table_ok(pmkit_pool *p) {
+  for (uint32_t id = 0; id < p->nchunks;) {
+    uint32_t e = p->table[id];
+    if (e & PMK_T_HEAD) {
+      uint32_t n = e & PMK_T_LEN_MASK;
+      if (n == 0 || (uint64_t)id + n > p->nchunks)
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "chunk %u: run of %u chunks overruns the heap", id, n);
+      for (uint32_t i = 1; i < n; i++) {
+        uint32_t f = p->table[id + i];
+        if (f != PMK_T_CONT && f != PMK_T_FREE)
+          return pmk_err(PMKIT_E_CORRUPT,
+                         "chunk %u: inside the run at chunk %u but marked "
+                         "%#x",
+                         id + i, id, f);
+      }
+      id += n;
+      continue;
+    }
+    if (e > PMK_NCLASS && e != PMK_T_CONT)
+      return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
+    if (e >= 1 && e <= PMK_NCLASS) {
+      struct pmk_chunk *ch = chunk_hdr(p, id);
+      uint32_t nb = nblocks_of(e - 1);
+      if (ch->cls != e || ch->nblocks != nb)
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "chunk %u: header (class %u, %u blocks) disagrees "
+                       "with table (class %u, %u blocks)",
+                       id, ch->cls, ch->nblocks, e, nb);
+      for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
+        if (!((ch->bitmap[i >> 6] >> (i & 63)) & 1))
+          return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bitmap tail bit %u clear",
+                         id, i);
+    }
+    id++;
+  }
+  return 0;
+}
+
 int pmk_heap_open(pmkit_pool *p, int repair) {
   pthread_once(&cls_once, cls_init);
+  int r = table_ok(p);
+  if (r || (r = journals_ok(p)))
+    return r;
   if (repair) {
     /* Journals first: they only need the persistent layout. */
     for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
@@ -827,16 +934,14 @@ void pmk_heap_close(pmkit_pool *p) {
 
 int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
   pthread_once(&cls_once, cls_init);
+  int r = table_ok(p);
+  if (r || (r = journals_ok(p)))
+    return r;
   uint64_t used = 0, bytes = 0, nfree = 0, nsmall = 0, nlarge = 0;
   for (uint32_t id = 0; id < p->nchunks;) {
     uint32_t e = p->table[id];
     if (e & PMK_T_HEAD) {
       uint32_t n = e & PMK_T_LEN_MASK;
-      if (n == 0 || id + n > p->nchunks)
-        return pmk_err(PMKIT_E_CORRUPT,
-                       "chunk %u: run of %u chunks overruns "
-                       "the heap",
-                       id, n);
       nlarge += n;
       used++;
       bytes += ((uint64_t)n << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
@@ -848,19 +953,8 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
       id++;
       continue;
     }
-    if (e > PMK_NCLASS)
-      return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
     struct pmk_chunk *ch = chunk_hdr(p, id);
     uint32_t nb = nblocks_of(e - 1);
-    if (ch->cls != e || ch->nblocks != nb)
-      return pmk_err(PMKIT_E_CORRUPT,
-                     "chunk %u: header (class %u, %u blocks) disagrees with "
-                     "table (class %u, %u blocks)",
-                     id, ch->cls, ch->nblocks, e, nb);
-    for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
-      if (!((ch->bitmap[i >> 6] >> (i & 63)) & 1))
-        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bitmap tail bit %u clear",
-                       id, i);
     for (uint32_t i = 0; i < nb; i++)
       if ((ch->bitmap[i >> 6] >> (i & 63)) & 1) {
         used++;
@@ -868,22 +962,6 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
       }
     nsmall++;
     id++;
-  }
-  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
-    struct pmk_ctx_pm *c = &p->ctxs[i];
-    if (c->state > PMK_CTX_COMMITTING)
-      return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
-                     (unsigned long long)c->state);
-    if (c->njournal > PMKIT_JOURNAL_MAX)
-      return pmk_err(PMKIT_E_CORRUPT, "context %u: journal count %llu", i,
-                     (unsigned long long)c->njournal);
-    for (uint64_t j = 0; j < c->njournal; j++) {
-      struct blk b;
-      if (blk_at(p, p->base + (c->journal[j] & PMK_J_OFF_MASK), &b))
-        return pmk_err(PMKIT_E_CORRUPT,
-                       "context %u: journal entry %llu is not a block", i,
-                       (unsigned long long)j);
-    }
   }
   if (p->st->root_off) {
     struct blk b;
@@ -971,9 +1049,10 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
         gc_ref(&g, p->base + c->ext[k]); /* documented as offsets */
       else
         gc_ref(&g, c->ext[k]);
+    /* Journaled blocks, and the targets of deferred frees too: a replayed
+     * section will free them, so they must not be reallocated before. */
     for (uint64_t j = 0; j < c->njournal && j < PMKIT_JOURNAL_MAX; j++)
-      if (!(c->journal[j] & PMK_J_FREE))
-        gc_ref(&g, p->base + (c->journal[j] & PMK_J_OFF_MASK));
+      gc_ref(&g, p->base + (c->journal[j] & PMK_J_OFF_MASK));
   }
   while (g.n && !g.oom) {
     uintptr_t a = g.stack[--g.n];
@@ -1031,7 +1110,20 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
   if (r)
     return r;
   /* Rebuild the volatile state; thread caches see a new serial. */
+  /* Rebuild the volatile state. Thread caches see a new serial and start
+   * afresh; the caller keeps its context slot and section. */
+  struct pmk_tc *tc = pmk_tcs[p->id], saved;
+  int mine = tc && tc->serial == p->serial;
+  if (mine)
+    saved = *tc;
   pmk_heap_close(p);
   p->serial = pmk_next_serial();
-  return pmk_heap_open(p, 1);
+  r = pmk_heap_open(p, 1);
+  if (mine && (tc = pmk_tc(p)) != NULL) {
+    tc->ctx = saved.ctx;
+    tc->fase = saved.fase;
+    tc->replay = saved.replay;
+    tc->rcur = saved.rcur;
+  }
+  return r;
 }

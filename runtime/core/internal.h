@@ -166,6 +166,8 @@ static inline void pmk_crash_point(void) {
 /* pool.c */
 PMK_HIDDEN uint64_t pmk_fnv1a(const void *p, size_t n);
 PMK_HIDDEN uint64_t pmk_next_serial(void);
+/* The open pool in registry slot id if its serial is still `serial`. */
+PMK_HIDDEN pmkit_pool *pmk_reg_lookup(unsigned id, uint64_t serial);
 static inline void *pmk_at(const pmkit_pool *p, uint64_t off) {
   return (void *)(p->base + off);
 }

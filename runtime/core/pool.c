@@ -100,6 +100,15 @@ static int reg_add(pmkit_pool *p) {
   return 0;
 }
 
+pmkit_pool *pmk_reg_lookup(unsigned id, uint64_t serial) {
+  pthread_mutex_lock(&reg_lock);
+  pmkit_pool *p = id < PMK_MAX_POOLS ? reg[id] : NULL;
+  if (p && p->serial != serial)
+    p = NULL;
+  pthread_mutex_unlock(&reg_lock);
+  return p;
+}
+
 static void reg_del(pmkit_pool *p) {
   pthread_mutex_lock(&reg_lock);
   if (reg[p->id] == p)
@@ -150,12 +159,13 @@ static void layout_geometry(size_t size, uint64_t *table_off,
                             uint64_t *heap_off, uint64_t *nchunks) {
   uint64_t t = PMK_CTX_OFF + (uint64_t)PMKIT_MAX_THREADS * PMK_CTX_SIZE;
   uint64_t n = size / PMK_CHUNK, h;
-  for (;;) { /* the table shrinks the heap it describes; settle both */
+  /* The table shrinks the heap it describes: the most chunks that fit
+   * together with their table (only ever decreasing, so it terminates). */
+  for (;;) {
     h = (t + n * 4 + PMK_CHUNK - 1) / PMK_CHUNK * PMK_CHUNK;
-    uint64_t n2 = h < size ? (size - h) / PMK_CHUNK : 0;
-    if (n2 == n)
+    if (h + n * PMK_CHUNK <= size || n == 0)
       break;
-    n = n2;
+    n--;
   }
   *table_off = t;
   *heap_off = h;
@@ -212,6 +222,9 @@ int pmkit_pool_create(const char *path, size_t size,
   if (strlen(layout) >= PMKIT_LAYOUT_MAX)
     return pmk_err(PMKIT_E_INVAL, "layout name longer than %d bytes",
                    PMKIT_LAYOUT_MAX - 1);
+  if (size > ((size_t)1 << 46))
+    return pmk_err(PMKIT_E_INVAL, "pool size %zu is above the 64 TiB limit",
+                   size);
   if (size < PMKIT_POOL_MIN_SIZE)
     return pmk_err(PMKIT_E_TOOSMALL,
                    "pool size %zu is below the minimum of %u bytes", size,

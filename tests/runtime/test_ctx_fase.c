@@ -19,8 +19,12 @@
 struct root {
   uint64_t done;
   void *blk[3];
-  void *victim; /* freed by the section */
+  uint64_t victim; /* freed by the section; stored XOR VICTIM_KEY so that it
+                      does not count as a reference for gc: the section has
+                      unpublished it, as a real one would */
 };
+#define VICTIM_KEY 0x5a5a5a5a5a5a5a5aull
+#define VICTIM(r) ((void *)((r)->victim ^ VICTIM_KEY))
 
 static const size_t sizes[3] = {40, 3000, 100000};
 
@@ -38,8 +42,8 @@ static void section(pmkit_pool *p, pmkit_ctx *c, struct root *r) {
     r->blk[i] = b;
     pmkit_persist(&r->blk[i], sizeof b);
   }
-  CHECK_OK(pmkit_free(p, r->victim));
-  CHECK(pmkit_usable_size(p, r->victim) > 0); /* deferred to commit */
+  CHECK_OK(pmkit_free(p, VICTIM(r)));
+  CHECK(pmkit_usable_size(p, VICTIM(r)) > 0); /* deferred to commit */
   r->done = 1;
   pmkit_persist(&r->done, 8);
   CHECK_OK(pmkit_fase_commit(c));
@@ -66,7 +70,9 @@ static void setup(const char *path) {
   unlink(path);
   CHECK_OK(pmkit_pool_create(path, 8 << 20, NULL, &p));
   CHECK_OK(pmkit_root(p, sizeof *r, (void **)&r));
-  CHECK_OK(pmkit_alloc(p, 64, &r->victim));
+  void *v;
+  CHECK_OK(pmkit_alloc(p, 64, &v));
+  r->victim = (uint64_t)(uintptr_t)v ^ VICTIM_KEY;
   pmkit_persist(&r->victim, 8);
   CHECK_OK(pmkit_pool_close(p));
 }
@@ -98,13 +104,17 @@ static int recover_and_check(const char *path) {
   CHECK_OK(pmkit_pool_stat(p, &info));
   CHECK(info.threads_busy == 0);
   /* Root + the section's three, plus what the crashed run had reserved in
-   * its thread cache and not handed out (two small classes, < 64 each);
-   * gc reclaims exactly those. */
+   * its thread cache and not handed out (two small classes, < 64 each),
+   * plus the victim if the crash hit while commit applied the deferred free
+   * (a lost free leaks); gc reclaims exactly those. */
   CHECK(info.blocks_used >= 4 && info.blocks_used - 4 < 2 * 64);
   CHECK_OK(pmkit_pool_gc(p, 0, NULL));
   CHECK_OK(pmkit_pool_stat(p, &info));
+  if (info.blocks_used != 4)
+    fprintf(stderr, "after gc: %llu blocks live (replayed %d)\n",
+            (unsigned long long)info.blocks_used, replayed);
   CHECK(info.blocks_used == 4);
-  CHECK(pmkit_usable_size(p, r->victim) == 0);
+  CHECK(pmkit_usable_size(p, VICTIM(r)) == 0);
   for (int i = 0; i < 3; i++)
     CHECK(pmkit_usable_size(p, r->blk[i]) >= sizes[i]);
   CHECK_OK(pmkit_pool_close(p));

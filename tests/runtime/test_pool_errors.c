@@ -7,6 +7,7 @@
  * pmkit_in_pool on each.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -17,6 +18,17 @@ static void poke(const char *path, off_t off, const void *data, size_t n) {
   CHECK(fd >= 0);
   CHECK(pwrite(fd, data, n, off) == (ssize_t)n);
   close(fd);
+}
+
+static void *use_and_close(void *path) {
+  pmkit_pool *p;
+  void *x;
+  unlink(path);
+  CHECK_OK(pmkit_pool_create(path, 4 << 20, NULL, &p));
+  CHECK_OK(pmkit_alloc(p, 32, &x));
+  CHECK_OK(pmkit_pool_close(p));
+  unlink(path);
+  return NULL;
 }
 
 static void copy_file(const char *from, const char *to) {
@@ -121,11 +133,29 @@ int main(void) {
   unlink(c);
   expect_open("/", NULL, PMKIT_E_IO, "/");
 
+  /* A pool size whose chunk table crosses a 64 KiB step (this one made the
+   * geometry computation loop forever once). */
+  CHECK_OK(pmkit_pool_create(c, 939720704, NULL, &q));
+  pmkit_pool_info qi;
+  CHECK_OK(pmkit_pool_stat(q, &qi));
+  CHECK(qi.heap_off + qi.nchunks * qi.chunk_size <= qi.size);
+  CHECK_OK(pmkit_pool_close(q));
+  unlink(c);
+  CHECK_RC(pmkit_pool_create(c, (size_t)-1, NULL, &q), PMKIT_E_INVAL);
+
+  /* A thread that opens, uses and closes a pool, then exits: its exit
+   * handler must not touch the freed pool (ASan checks this). */
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, use_and_close, (void *)b) == 0);
+  pthread_join(th, NULL);
+
   /* Inspection mode does not bump the generation or lock exclusively. */
   CHECK_OK(
       pmkit_pool_open(a, &(pmkit_pool_opts){.flags = PMKIT_POOL_INSPECT}, &p));
   uint64_t g = pmkit_pool_generation(p);
   CHECK_RC(pmkit_alloc(p, 8, &x), PMKIT_E_STATE);
+  CHECK_OK(pmkit_root(p, 8, &root));
+  CHECK_RC(pmkit_free(p, root), PMKIT_E_STATE); /* read-only mapping */
   CHECK_OK(pmkit_pool_check(p));
   CHECK_OK(pmkit_pool_close(p));
   CHECK_OK(pmkit_pool_open(a, NULL, &p));
