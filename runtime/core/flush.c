@@ -152,12 +152,16 @@ void pmkit_flush(const void *addr, size_t len) {
 #endif
 }
 
-void pmkit_fence(void) {
-  pmk_crash_point();
+void pmk_fence(void) {
   if (pmk_flush_kind != PMKIT_FLUSH_NONE)
     __asm__ volatile("sfence" ::: "memory");
   else
     __asm__ volatile("" ::: "memory");
+}
+
+void pmkit_fence(void) {
+  pmk_crash_point();
+  pmk_fence();
 }
 
 void pmkit_persist(const void *addr, size_t len) {

@@ -78,13 +78,6 @@ static inline struct pmk_chunk *chunk_hdr(const pmkit_pool *p, uint32_t id) {
   return (struct pmk_chunk *)chunk_addr(p, id);
 }
 
-void pmk_fence(void) {
-  if (pmkit_flush_kind() != PMKIT_FLUSH_NONE)
-    __asm__ volatile("sfence" ::: "memory");
-  else
-    __asm__ volatile("" ::: "memory");
-}
-
 static void table_store(pmkit_pool *p, uint32_t id, uint32_t v) {
   pmk_crash_point();
   __atomic_store_n(&p->table[id], v, __ATOMIC_RELEASE);
@@ -494,13 +487,6 @@ static int release(pmkit_pool *p, const struct blk *b, int flush) {
   return (old & m) != 0;
 }
 
-int pmk_raw_free(pmkit_pool *p, uint64_t off) {
-  struct blk b;
-  if (blk_at(p, p->base + off, &b))
-    return 0;
-  return release(p, &b, 1);
-}
-
 /* Release with the volatile bookkeeping of a running pool. */
 static int do_free(pmkit_pool *p, struct blk *b, int flush) {
   if (!release(p, b, flush))
@@ -554,7 +540,7 @@ static void materialize(pmkit_pool *p, uint64_t e) {
     set_bit(p, &b);
 }
 
-void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
+static void journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
   for (uint64_t i = 0; i < c->njournal && i < PMKIT_JOURNAL_MAX; i++)
     if (!(c->journal[i] & PMK_J_FREE))
       materialize(p, c->journal[i]);
@@ -835,7 +821,7 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
     for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
       struct pmk_ctx_pm *c = &p->ctxs[i];
       if (c->state == PMK_CTX_ACTIVE)
-        pmk_journal_materialize(p, c);
+        journal_materialize(p, c);
       else if (c->state == PMK_CTX_COMMITTING)
         pmk_journal_finish(p, c);
     }
@@ -869,12 +855,7 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
   for (uint32_t id = 0; id < p->nchunks;) {
     uint32_t e = p->table[id];
     if (e & PMK_T_HEAD) {
-      uint32_t n = e & PMK_T_LEN_MASK;
-      if (n == 0 || id + n > p->nchunks) { /* cannot happen; be safe */
-        free(pinned);
-        pmk_heap_close(p);
-        return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad run length %u", id, n);
-      }
+      uint32_t n = e & PMK_T_LEN_MASK; /* validated by table_ok */
       for (uint32_t i = 1; i < n; i++)
         if (repair && p->table[id + i] != PMK_T_CONT)
           table_store(p, id + i, PMK_T_CONT);
@@ -888,11 +869,6 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
       p->freemap[id >> 6] |= 1ull << (id & 63);
       id++;
       continue;
-    }
-    if (e > PMK_NCLASS) {
-      free(pinned);
-      pmk_heap_close(p);
-      return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
     }
     /* A small chunk: release it if empty, else make it available. */
     struct pmk_chunk *ch = chunk_hdr(p, id);

@@ -154,6 +154,8 @@ PMK_HIDDEN void pmk_clear_err(void);
 PMK_HIDDEN void pmk_init(void);
 PMK_HIDDEN extern int pmk_eadr;
 PMK_HIDDEN void pmk_flush_line(const void *p);
+/* pmkit_fence without the crash point, for the runtime's own ordering. */
+PMK_HIDDEN void pmk_fence(void);
 
 /* crash.c */
 PMK_HIDDEN extern int pmk_crash_armed;
@@ -183,11 +185,8 @@ PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
 PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
 PMK_HIDDEN void pmk_tc_unreserve(pmkit_pool *p);
 PMK_HIDDEN int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c);
-PMK_HIDDEN void pmk_journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c);
 PMK_HIDDEN int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c,
                                    uint64_t from);
-PMK_HIDDEN int pmk_raw_free(pmkit_pool *p, uint64_t off);
-PMK_HIDDEN void pmk_fence(void);
 
 /* The calling thread's state for one pool: allocator cache (heap.c), its
  * context slot and failure-atomic section (ctx.c). */

@@ -121,6 +121,20 @@ static int recover_and_check(const char *path) {
   return replayed;
 }
 
+/* Run this program's child mode with one variable set; its wait status. */
+static int run_child(const char *self, const char *path, const char *var,
+                     const char *val) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv(var, val, 1);
+    execl(self, self, "child", path, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return st;
+}
+
 static void *other_thread(void *arg) {
   pmkit_ctx *c;
   CHECK_OK(pmkit_ctx_get(arg, &c));
@@ -188,14 +202,8 @@ int main(int argc, char **argv) {
   char report[1100];
   snprintf(report, sizeof report, "%s.report", path);
   setup(path);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("PMKIT_CRASH_REPORT", report, 1);
-    execl(self, self, "child", path, (char *)NULL);
-    _exit(127);
-  }
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st));
+  int st = run_child(self, path, "PMKIT_CRASH_REPORT", report);
+  CHECK(WIFEXITED(st) && !WEXITSTATUS(st));
   FILE *f = fopen(report, "r");
   unsigned long long points = 0;
   CHECK(f && fscanf(f, "%llu", &points) == 1);
@@ -207,15 +215,10 @@ int main(int argc, char **argv) {
   unsigned replays = 0;
   for (unsigned long long at = 1; at <= points; at++) {
     setup(path);
-    pid = fork();
-    if (pid == 0) {
-      char v[32];
-      snprintf(v, sizeof v, "%llu", at);
-      setenv("PMKIT_CRASH_AT", v, 1);
-      execl(self, self, "child", path, (char *)NULL);
-      _exit(127);
-    }
-    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+    char v[32];
+    snprintf(v, sizeof v, "%llu", at);
+    st = run_child(self, path, "PMKIT_CRASH_AT", v);
+    CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == PMKIT_CRASH_EXIT);
     replays += (unsigned)recover_and_check(path);
   }
