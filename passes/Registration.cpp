@@ -3,7 +3,8 @@
 // Registration.cpp -- the one place where pmkit-passes.so tells LLVM about
 // its passes. It maps each pass's -passes= name to the pass for opt, and for
 // clang (-fpass-plugin) adds pmkit-annotations at pipeline start followed by
-// the passes of the mode chosen with -pmkit-mode; ModeTable below is where a
+// the passes of the mode chosen with -pmkit-mode, and pmkit-trace last when
+// -pmkit-trace is given; ModeTable below is where a
 // mode's passes are added, and a mode without passes yet stops the compile
 // with one error line. Entry point: llvmGetPassPluginInfo. Run a pass with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
@@ -13,6 +14,7 @@
 // (-fplugin loads the library before -mllvm options are parsed).
 
 #include "Annotations/Annotations.h"
+#include "Trace/Trace.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -97,13 +99,21 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
     MPM.addPass(pmkit::AnnotationsPass());
     return true;
   }
+  if (Name == pmkit::TracePass::PassName) {
+    MPM.addPass(pmkit::TracePass());
+    return true;
+  }
   return false;
 }
 
 void registerCallbacks(PassBuilder &PB) {
-  if (PassInstrumentationCallbacks *PIC = PB.getPassInstrumentationCallbacks())
+  if (PassInstrumentationCallbacks *PIC =
+          PB.getPassInstrumentationCallbacks()) {
     PIC->addClassToPassName(pmkit::AnnotationsPass::name(),
                             pmkit::AnnotationsPass::PassName);
+    PIC->addClassToPassName(pmkit::TracePass::name(),
+                            pmkit::TracePass::PassName);
+  }
 
   PB.registerPipelineParsingCallback(parseModulePass);
   PB.registerPipelineStartEPCallback(
@@ -116,6 +126,13 @@ void registerCallbacks(PassBuilder &PB) {
         }
         MPM.addPass(pmkit::AnnotationsPass());
         Selected.AddPasses(MPM, Level);
+      });
+  // Tracing sees the code as it will run: after every mode's transforms and
+  // the optimizer.
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) {
+        if (pmkit::traceEnabled())
+          MPM.addPass(pmkit::TracePass());
       });
 }
 

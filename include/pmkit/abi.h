@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 1u
+#define PMKIT_ABI_VERSION 2u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -37,6 +37,42 @@ static inline int __pmkit_maybe_pm(const void *p) {
  * mode defines one; it returns at once unless crash emulation is armed. */
 void __pmkit_crash_point(void);
 
+/* ---- tracing (the pmkit-trace pass; runtime/trace in libpmkit-trace) ----
+ * The pass guards each plain access with __pmkit_maybe_pm() and calls these
+ * only for addresses in the box; they record nothing unless PMKIT_TRACE is
+ * set. `loc` is a source location id (trace_format.h). Stores, memcpy and
+ * memset are recorded before they execute, loads after. */
+void __pmkit_trace_store(void *addr, uint64_t val, uint32_t size, uint32_t loc);
+void __pmkit_trace_ntstore(void *addr, uint64_t val, uint32_t size,
+                           uint32_t loc);
+/* len bytes about to be copied from src to addr (memcpy, memmove, a store
+ * wider than 8 bytes). */
+void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
+                         uint32_t loc);
+void __pmkit_trace_memset(void *addr, int byte, uint64_t len, uint32_t loc);
+void __pmkit_trace_load(const void *addr, uint64_t val, uint32_t size,
+                        uint32_t loc);
+/* A flush of the line holding addr (kind: PMKIT_FLUSH_* of pmkit.h). Called
+ * for every flush, PM or not. */
+void __pmkit_trace_flush(const void *addr, uint32_t kind, uint32_t loc);
+/* A fence (kind: PMKIT_FENCE_* of trace_format.h). */
+void __pmkit_trace_fence(uint32_t kind, uint32_t loc);
+/* Atomic accesses are bracketed so that the order of their records matches
+ * the order in which they took effect: begin returns a token (negative if
+ * addr is not in a pool); end records what the instruction did -- kind is
+ * PMKIT_EV_STORE, PMKIT_EV_RMW (with new value val) or PMKIT_EV_FENCE (a
+ * failed cmpxchg) -- and releases the token. */
+int32_t __pmkit_trace_atomic_begin(const void *addr);
+void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
+                              uint32_t size, uint32_t kind, uint32_t loc);
+/* Source locations of one module: n entries of {id, "file:line:col"},
+ * registered by a constructor the pass adds. */
+struct __pmkit_trace_loc {
+  uint32_t id;
+  const char *text;
+};
+void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n);
+
 /* Owners of the persistent words of a thread context (pmkit_ctx_ext). */
 enum {
   PMKIT_EXT_CLOBBER = 0, /* words 0..3   */
@@ -49,6 +85,7 @@ enum {
  * Version log
  *   1  first version: __pmkit_abi_version, pool bounding box,
  *      __pmkit_crash_point, context extension slots.
+ *   2  __pmkit_trace_* calls of the pmkit-trace pass.
  */
 
 #ifdef __cplusplus

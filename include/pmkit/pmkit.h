@@ -277,6 +277,32 @@ void pmkit_crash_point(void);
 /* Crash points passed so far in this process. */
 uint64_t pmkit_crash_count(void);
 
+/* ---- tracing and crash-state exploration ---------------------------------
+ * A program built with `pmkit cc --trace` and linked with libpmkit-trace
+ * records its PM writes, flushes and fences to the file named by
+ * PMKIT_TRACE; `pmkit explore` reads it (docs/explorer.md). In a program
+ * linked with plain libpmkit these calls do nothing. */
+
+/* Mark the start / end of a named operation (e.g. "put"). The explorer
+ * names crash points by the operation they interrupt and can restrict
+ * exploration to one (--mark NAME). `name` is copied; marks may nest. */
+void pmkit_mark_begin(const char *name);
+void pmkit_mark_end(const char *name);
+/* 1 if this process is recording a trace, else 0. */
+int pmkit_tracing(void);
+
+/* Register a pool image already mapped at its base address (the explorer's
+ * in-process checker maps each crash image this way). Validates the header
+ * like pmkit_pool_open, then recovers as open does (new run generation,
+ * allocator journals finished). pmkit_pool_close unregisters it and leaves
+ * the mapping alone. */
+int pmkit_pool_attach(void *base, pmkit_pool **out);
+
+/* The entry point an in-process checker library exports (`pmkit explore
+ * --check-lib LIB`): called in a fresh child process with the crash image
+ * mapped at its base address; return 0 if the image is consistent. */
+typedef int (*pmkit_check_fn)(void *pool_base);
+
 #ifdef __cplusplus
 }
 #endif

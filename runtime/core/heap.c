@@ -234,8 +234,10 @@ static void chunk_init_small(pmkit_pool *p, uint32_t id, unsigned c) {
   ch->nblocks = nb;
   memset(ch->bitmap, 0, sizeof ch->bitmap);
   /* Bits past the last block read as allocated, so scans skip them. */
-  for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
-    ch->bitmap[i >> 6] |= 1ull << (i & 63);
+  if (nb % 64)
+    ch->bitmap[nb / 64] = ~0ull << (nb % 64);
+  for (uint32_t w = (nb + 63) / 64; w < PMK_BITMAP_WORDS; w++)
+    ch->bitmap[w] = ~0ull;
   pmkit_flush(ch, sizeof *ch);
   pmk_fence(); /* header durable before the table names the class */
   table_store(p, id, c + 1);

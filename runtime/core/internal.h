@@ -145,6 +145,19 @@ struct pmkit_pool {
   pthread_mutex_t root_lock;
 };
 
+/* pmkit_pool.flags bits beyond the public PMKIT_POOL_* ones. */
+#define PMK_POOL_ATTACHED 0x100u /* pmkit_pool_attach: not ours to unmap */
+
+/* Tracing hooks (runtime/trace), called once a pool is registered and mapped
+ * and before it is unregistered; nothing in a library built without it. */
+#ifdef PMKIT_TRACED
+PMK_HIDDEN void pmk_trace_pool_open(pmkit_pool *p);
+PMK_HIDDEN void pmk_trace_pool_close(pmkit_pool *p);
+#else
+static inline void pmk_trace_pool_open(pmkit_pool *p) { (void)p; }
+static inline void pmk_trace_pool_close(pmkit_pool *p) { (void)p; }
+#endif
+
 /* error.c */
 PMK_HIDDEN int pmk_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

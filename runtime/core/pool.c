@@ -172,6 +172,38 @@ static void layout_geometry(size_t size, uint64_t *table_off,
   *nchunks = n;
 }
 
+/* Validate a header read from a pool of `avail` bytes (got: bytes of the
+ * header actually read). `name` is used in messages. */
+static int hdr_check(const struct pmk_hdr *h, size_t got, uint64_t avail,
+                     const char *name) {
+  if (got >= sizeof h->magic && memcmp(h->magic, PMK_MAGIC, sizeof h->magic))
+    return pmk_err(PMKIT_E_FOREIGN, "%s is not a pmkit pool (bad magic)", name);
+  if (got < sizeof *h)
+    return pmk_err(PMKIT_E_TRUNCATED,
+                   "%s is truncated: %llu bytes, shorter than a pool header",
+                   name, (unsigned long long)avail);
+  if (h->layout_version != PMKIT_LAYOUT_VERSION)
+    return pmk_err(PMKIT_E_VERSION,
+                   "%s has layout version %u; this pmkit reads version %u",
+                   name, h->layout_version, PMKIT_LAYOUT_VERSION);
+  if (h->checksum != hdr_sum(h))
+    return pmk_err(PMKIT_E_CORRUPT, "%s: header checksum mismatch", name);
+  uint64_t t_off, h_off, nch;
+  layout_geometry(h->size, &t_off, &h_off, &nch);
+  if (h->hdr_size != sizeof *h || h->size < PMKIT_POOL_MIN_SIZE ||
+      h->size % PMK_CHUNK || h->base % PMK_CHUNK || h->base == 0 ||
+      h->ctx_off != PMK_CTX_OFF || h->nctx != PMKIT_MAX_THREADS ||
+      h->ctx_size != PMK_CTX_SIZE || h->table_off != t_off ||
+      h->heap_off != h_off || h->nchunks != nch || h->chunk_size != PMK_CHUNK)
+    return pmk_err(PMKIT_E_CORRUPT, "%s: header geometry is inconsistent",
+                   name);
+  if (avail < h->size)
+    return pmk_err(PMKIT_E_TRUNCATED,
+                   "%s is truncated: %llu bytes, header says %llu", name,
+                   (unsigned long long)avail, (unsigned long long)h->size);
+  return 0;
+}
+
 static void attach(pmkit_pool *p, void *m) {
   p->base = (uintptr_t)m;
   p->hdr = m;
@@ -322,7 +354,9 @@ int pmkit_pool_create(const char *path, size_t size,
   unlink(tmp);
   attach(p, m);
   p->gen = st->run_gen;
-  if ((r = reg_add(p)) || (r = pmk_heap_open(p, 1))) {
+  if (!(r = reg_add(p)))
+    pmk_trace_pool_open(p);
+  if (r || (r = pmk_heap_open(p, 1))) {
     if (!r)
       reg_del(p);
     munmap(m, size);
@@ -388,43 +422,8 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     r = pmk_err(PMKIT_E_IO, "read %s: %s", path, strerror(errno));
     goto fail;
   }
-  if (got >= (ssize_t)sizeof h.magic &&
-      memcmp(h.magic, PMK_MAGIC, sizeof h.magic) != 0) {
-    r = pmk_err(PMKIT_E_FOREIGN, "%s is not a pmkit pool (bad magic)", path);
+  if ((r = hdr_check(&h, (size_t)got, (uint64_t)sb.st_size, path)))
     goto fail;
-  }
-  if (got < (ssize_t)sizeof h) {
-    r = pmk_err(PMKIT_E_TRUNCATED,
-                "%s is truncated: %lld bytes, shorter than a pool header", path,
-                (long long)sb.st_size);
-    goto fail;
-  }
-  if (h.layout_version != PMKIT_LAYOUT_VERSION) {
-    r = pmk_err(PMKIT_E_VERSION,
-                "%s has layout version %u; this pmkit reads version %u", path,
-                h.layout_version, PMKIT_LAYOUT_VERSION);
-    goto fail;
-  }
-  if (h.checksum != hdr_sum(&h)) {
-    r = pmk_err(PMKIT_E_CORRUPT, "%s: header checksum mismatch", path);
-    goto fail;
-  }
-  uint64_t t_off, h_off, nch;
-  layout_geometry(h.size, &t_off, &h_off, &nch);
-  if (h.hdr_size != sizeof h || h.size < PMKIT_POOL_MIN_SIZE ||
-      h.size % PMK_CHUNK || h.base % PMK_CHUNK || h.base == 0 ||
-      h.ctx_off != PMK_CTX_OFF || h.nctx != PMKIT_MAX_THREADS ||
-      h.ctx_size != PMK_CTX_SIZE || h.table_off != t_off ||
-      h.heap_off != h_off || h.nchunks != nch || h.chunk_size != PMK_CHUNK) {
-    r = pmk_err(PMKIT_E_CORRUPT, "%s: header geometry is inconsistent", path);
-    goto fail;
-  }
-  if ((uint64_t)sb.st_size < h.size) {
-    r = pmk_err(PMKIT_E_TRUNCATED,
-                "%s is truncated: %lld bytes, header says %llu", path,
-                (long long)sb.st_size, (unsigned long long)h.size);
-    goto fail;
-  }
   const char *want = opts && opts->layout ? opts->layout : "";
   if (*want && strncmp(want, h.layout, sizeof h.layout) != 0) {
     r = pmk_err(PMKIT_E_FOREIGN,
@@ -447,6 +446,7 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     reg_del(p);
     goto fail;
   }
+  pmk_trace_pool_open(p);
   if (!inspect) {
     pmk_store64(&p->st->run_gen, p->st->run_gen + 1);
     pmkit_fence();
@@ -465,6 +465,44 @@ fail:
   return r;
 }
 
+int pmkit_pool_attach(void *base, pmkit_pool **out) {
+  pmk_init();
+  pmk_clear_err();
+  if (!base || !out)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_attach: NULL argument");
+  *out = NULL;
+  char name[64];
+  snprintf(name, sizeof name, "the image at %p", base);
+  const struct pmk_hdr *h = base;
+  int r;
+  if ((r = hdr_check(h, sizeof *h, UINT64_MAX, name)))
+    return r;
+  if (h->base != (uint64_t)(uintptr_t)base)
+    return pmk_err(PMKIT_E_INVAL, "%s belongs at %#llx", name,
+                   (unsigned long long)h->base);
+  pmkit_pool *p = pool_new(name, -1);
+  if (!p)
+    return pmk_err(PMKIT_E_NOMEM, "out of memory");
+  p->flags = PMK_POOL_ATTACHED;
+  p->base = h->base;
+  p->size = h->size;
+  if ((r = reg_add(p))) {
+    pool_free(p);
+    return r;
+  }
+  attach(p, base);
+  pmk_store64(&p->st->run_gen, p->st->run_gen + 1);
+  pmkit_fence();
+  p->gen = p->st->run_gen;
+  if ((r = pmk_heap_open(p, 1))) {
+    reg_del(p);
+    pool_free(p);
+    return r;
+  }
+  *out = p;
+  return 0;
+}
+
 int pmkit_pool_close(pmkit_pool *p) {
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_close: NULL pool");
@@ -475,9 +513,11 @@ int pmkit_pool_close(pmkit_pool *p) {
   }
   if (!(p->flags & PMKIT_POOL_INSPECT))
     pmk_fence();
+  pmk_trace_pool_close(p);
   reg_del(p);
   pmk_heap_close(p);
-  munmap((void *)p->base, p->size);
+  if (!(p->flags & PMK_POOL_ATTACHED))
+    munmap((void *)p->base, p->size);
   pool_free(p); /* closing the descriptor drops the flock */
   return 0;
 }

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * trace.c -- the trace recorder of libpmkit-trace: the __pmkit_trace_* calls
+ * the pmkit-trace pass inserts (abi.h), the pool hooks of pool.c, and
+ * pmkit_mark_begin/end. When PMKIT_TRACE=FILE is set at start-up, every
+ * event inside a registered pool goes to a per-thread buffer that is
+ * appended to FILE as one block per write() in the format of
+ * include/pmkit/trace_format.h; an atexit handler writes the last buffers
+ * and the END block. Without PMKIT_TRACE every call returns at once.
+ *
+ * Order. Every event takes its seq from one global counter with a locked
+ * fetch-add. A plain store takes it before it executes, so if the store is
+ * ordered before another thread's access by synchronisation, its seq is
+ * smaller. Atomic accesses to PM hold one of 256 address-striped spin locks
+ * from before the instruction until their record is written, so that two
+ * atomics on one location are recorded in the order they took effect.
+ *
+ * This file is compiled without the trace pass: nothing here is traced.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "pmkit/abi.h"
+#include "pmkit/trace_format.h"
+
+#define BUF_SIZE (1u << 20) /* bytes of events per thread before a write */
+#define MAX_BUFS 1024       /* threads that ever traced                  */
+
+struct tbuf {
+  uint32_t used;
+  int pending;           /* a flush or NT store not yet ordered by a fence */
+  pmkit_trace_block blk; /* written together with the events after it */
+  char data[BUF_SIZE];
+};
+_Static_assert(offsetof(struct tbuf, data) ==
+                   offsetof(struct tbuf, blk) + sizeof(pmkit_trace_block),
+               "block header directly before the events");
+
+static int trace_fd = -1;
+static int active; /* read on every call; set once at start-up */
+static _Atomic uint64_t seq_next = 1;
+static _Atomic uint64_t nevents;
+static _Atomic uint64_t ndropped;
+static _Atomic uint32_t ntids;
+static _Atomic uint32_t npools;
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static struct tbuf *bufs[MAX_BUFS];
+static __thread struct tbuf *tb __attribute__((tls_model("initial-exec")));
+
+static struct {
+  _Atomic int lock;
+  char pad[60];
+} stripes[256] __attribute__((aligned(64)));
+
+/* Ids of strings already written (open addressing; 0 = empty). */
+#define SEEN_SLOTS 65536u
+static _Atomic uint32_t seen[SEEN_SLOTS];
+
+static void write_all(const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(trace_fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      atomic_fetch_add(&ndropped, 1);
+      return;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Every write to the file holds file_lock, so blocks never interleave (the
+ * POOL block is written in pieces). */
+static void write_block(uint32_t type, uint32_t tid, const void *payload,
+                        uint64_t size) {
+  pmkit_trace_block b = {type, tid, size};
+  char *tmp = malloc(sizeof b + size);
+  if (!tmp) {
+    atomic_fetch_add(&ndropped, 1);
+    return;
+  }
+  memcpy(tmp, &b, sizeof b);
+  memcpy(tmp + sizeof b, payload, size);
+  pthread_mutex_lock(&file_lock);
+  write_all(tmp, sizeof b + size);
+  pthread_mutex_unlock(&file_lock);
+  free(tmp);
+}
+
+static void buf_flush_locked(struct tbuf *t) {
+  if (!t->used)
+    return;
+  t->blk.size = t->used;
+  write_all(&t->blk, sizeof t->blk + t->used);
+  t->used = 0;
+}
+
+static void buf_flush(struct tbuf *t) {
+  pthread_mutex_lock(&file_lock);
+  buf_flush_locked(t);
+  pthread_mutex_unlock(&file_lock);
+}
+
+static void at_exit(void) {
+  if (!active)
+    return;
+  pthread_mutex_lock(&file_lock);
+  uint32_t n = atomic_load(&ntids);
+  for (uint32_t i = 0; i < n && i < MAX_BUFS; i++)
+    if (bufs[i])
+      buf_flush_locked(bufs[i]);
+  pmkit_trace_end e = {atomic_load(&nevents), atomic_load(&ndropped)};
+  pmkit_trace_block b = {PMKIT_TB_END, 0, sizeof e};
+  write_all(&b, sizeof b);
+  write_all(&e, sizeof e);
+  active = 0;
+  pthread_mutex_unlock(&file_lock);
+}
+
+static void in_child(void) {
+  /* A forked child must not append to its parent's trace. */
+  active = 0;
+  trace_fd = -1;
+}
+
+static void trace_init(void) {
+  const char *path = getenv("PMKIT_TRACE");
+  if (!path || !*path)
+    return;
+  trace_fd =
+      open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (trace_fd < 0) {
+    fprintf(stderr, "pmkit: cannot write the trace PMKIT_TRACE=%s: %s\n", path,
+            strerror(errno));
+    _exit(2);
+  }
+  pmkit_trace_header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, PMKIT_TRACE_MAGIC, sizeof h.magic);
+  h.version = PMKIT_TRACE_VERSION;
+  h.header_size = sizeof h;
+  h.event_size = sizeof(pmkit_trace_event);
+  h.pid = (uint64_t)getpid();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  h.abi_version = PMKIT_ABI_VERSION;
+  write_all(&h, sizeof h);
+  atexit(at_exit);
+  pthread_atfork(NULL, NULL, in_child);
+  active = 1;
+}
+
+__attribute__((constructor(101))) static void trace_ctor(void) {
+  pthread_once(&once, trace_init);
+}
+
+static struct tbuf *buf_new(void) {
+  uint32_t tid = atomic_fetch_add(&ntids, 1);
+  struct tbuf *t = calloc(1, sizeof *t);
+  if (!t || tid >= MAX_BUFS) {
+    fprintf(stderr, "pmkit: trace: more than %u threads; stopping the trace\n",
+            MAX_BUFS);
+    active = 0;
+    free(t);
+    return NULL;
+  }
+  t->blk.type = PMKIT_TB_EVENTS;
+  t->blk.tid = tid;
+  bufs[tid] = t;
+  return t;
+}
+
+/* Room for one event and `extra` payload bytes (a multiple of 8). */
+static pmkit_trace_event *reserve(struct tbuf **tp, uint64_t extra) {
+  struct tbuf *t = tb;
+  if (__builtin_expect(!t, 0)) {
+    pthread_mutex_lock(&file_lock);
+    t = tb = buf_new();
+    pthread_mutex_unlock(&file_lock);
+    if (!t)
+      return NULL;
+  }
+  uint64_t need = sizeof(pmkit_trace_event) + extra;
+  if (t->used + need > BUF_SIZE) {
+    buf_flush(t);
+    if (need > BUF_SIZE) { /* a huge memcpy: its own block */
+      *tp = t;
+      return NULL;
+    }
+  }
+  *tp = t;
+  pmkit_trace_event *e = (pmkit_trace_event *)(t->data + t->used);
+  t->used += (uint32_t)need;
+  atomic_fetch_add_explicit(&nevents, 1, memory_order_relaxed);
+  return e;
+}
+
+static inline uint64_t next_seq(void) {
+  return atomic_fetch_add_explicit(&seq_next, 1, memory_order_seq_cst);
+}
+
+/* With several pools open the bounding box may span DRAM between them. */
+static inline int in_pools(const void *a) {
+  return atomic_load_explicit(&npools, memory_order_relaxed) <= 1 ||
+         pmkit_in_pool(a);
+}
+
+static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
+                   uint16_t aux, uint32_t loc) {
+  struct tbuf *t;
+  pmkit_trace_event *e = reserve(&t, 0);
+  if (!e)
+    return;
+  e->seq = next_seq();
+  e->addr = (uint64_t)(uintptr_t)addr;
+  e->arg = arg;
+  e->loc = loc;
+  e->kind = kind;
+  e->size = size;
+  e->aux = aux;
+}
+
+void __pmkit_trace_store(void *addr, uint64_t val, uint32_t size,
+                         uint32_t loc) {
+  if (!active || !in_pools(addr))
+    return;
+  record(PMKIT_EV_STORE, addr, val, (uint8_t)size, 0, loc);
+}
+
+void __pmkit_trace_ntstore(void *addr, uint64_t val, uint32_t size,
+                           uint32_t loc) {
+  if (!active || !in_pools(addr))
+    return;
+  record(PMKIT_EV_NTSTORE, addr, val, (uint8_t)size, 0, loc);
+  tb->pending = 1;
+}
+
+void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
+                         uint32_t loc) {
+  if (!active || !len || !in_pools(addr))
+    return;
+  uint64_t pad = (len + 7) & ~7ull;
+  struct tbuf *t;
+  pmkit_trace_event *e = reserve(&t, pad);
+  if (!e) {
+    if (!t)
+      return;
+    /* Too big for a buffer: a block of its own, still in seq order. */
+    char *tmp = calloc(1, sizeof(pmkit_trace_event) + pad);
+    if (!tmp) {
+      atomic_fetch_add(&ndropped, 1);
+      return;
+    }
+    pmkit_trace_event *b = (pmkit_trace_event *)tmp;
+    b->seq = next_seq();
+    b->addr = (uint64_t)(uintptr_t)addr;
+    b->arg = len;
+    b->loc = loc;
+    b->kind = PMKIT_EV_STORE;
+    memcpy(b + 1, src, len);
+    write_block(PMKIT_TB_EVENTS, t->blk.tid, tmp,
+                sizeof(pmkit_trace_event) + pad);
+    atomic_fetch_add(&nevents, 1);
+    free(tmp);
+    return;
+  }
+  e->seq = next_seq();
+  e->addr = (uint64_t)(uintptr_t)addr;
+  e->arg = len;
+  e->loc = loc;
+  e->kind = PMKIT_EV_STORE;
+  e->size = 0;
+  e->aux = 0;
+  memcpy(e + 1, src, len);
+  if (pad != len)
+    memset((char *)(e + 1) + len, 0, pad - len);
+}
+
+void __pmkit_trace_memset(void *addr, int byte, uint64_t len, uint32_t loc) {
+  if (!active || !len || !in_pools(addr))
+    return;
+  record(PMKIT_EV_MEMSET, addr, len, 0, (uint16_t)(byte & 0xff), loc);
+}
+
+void __pmkit_trace_load(const void *addr, uint64_t val, uint32_t size,
+                        uint32_t loc) {
+  if (!active || !in_pools(addr))
+    return;
+  record(PMKIT_EV_LOAD, addr, val, (uint8_t)size, 0, loc);
+}
+
+void __pmkit_trace_flush(const void *addr, uint32_t kind, uint32_t loc) {
+  if (!active || !__pmkit_maybe_pm(addr) || !in_pools(addr))
+    return;
+  record(PMKIT_EV_FLUSH, addr, 0, 0, (uint16_t)kind, loc);
+  if (kind != PMKIT_FLUSH_CLFLUSH)
+    tb->pending = 1;
+}
+
+void __pmkit_trace_fence(uint32_t kind, uint32_t loc) {
+  if (!active)
+    return;
+  record(PMKIT_EV_FENCE, NULL, 0, 0, (uint16_t)kind, loc);
+  if (tb)
+    tb->pending = 0;
+}
+
+int32_t __pmkit_trace_atomic_begin(const void *addr) {
+  if (!active || !__pmkit_maybe_pm(addr) || !in_pools(addr))
+    return -1;
+  int32_t s = (int32_t)(((uintptr_t)addr >> 3) & 255);
+  while (atomic_exchange_explicit(&stripes[s].lock, 1, memory_order_acquire))
+    while (atomic_load_explicit(&stripes[s].lock, memory_order_relaxed))
+      __builtin_ia32_pause();
+  return s;
+}
+
+void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
+                              uint32_t size, uint32_t kind, uint32_t loc) {
+  if (token < 0) {
+    /* Not PM, but a locked instruction still orders this thread's pending
+     * flushes. Only worth a record if there are some. */
+    if (active && kind != PMKIT_EV_STORE && tb && tb->pending) {
+      record(PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
+      tb->pending = 0;
+    }
+    return;
+  }
+  if (kind == PMKIT_EV_FENCE)
+    record(PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
+  else
+    record((uint8_t)kind, addr, val, (uint8_t)size, 0, loc);
+  if (kind != PMKIT_EV_STORE && tb)
+    tb->pending = 0;
+  atomic_store_explicit(&stripes[token].lock, 0, memory_order_release);
+}
+
+static uint32_t str_id(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 16777619u;
+  }
+  return h ? h : 1;
+}
+
+/* Mark an id as written; 1 if it was new. */
+static int seen_add(uint32_t id) {
+  for (uint32_t i = 0; i < SEEN_SLOTS; i++) {
+    _Atomic uint32_t *s = &seen[(id + i) & (SEEN_SLOTS - 1)];
+    uint32_t cur = atomic_load(s);
+    if (cur == id)
+      return 0;
+    if (cur == 0) {
+      uint32_t zero = 0;
+      if (atomic_compare_exchange_strong(s, &zero, id))
+        return 1;
+      if (zero == id)
+        return 0;
+    }
+  }
+  return 0; /* table full: the reader shows the id instead of the text */
+}
+
+/* Appends one STRING record to buf (capacity cap); returns bytes used. */
+static size_t put_string(char *buf, size_t cap, uint32_t id, uint16_t kind,
+                         const char *text, size_t len) {
+  if (len > 4000)
+    len = 4000;
+  size_t need = sizeof(pmkit_trace_string) + ((len + 7) & ~(size_t)7);
+  if (need > cap)
+    return 0;
+  pmkit_trace_string s = {id, kind, (uint16_t)len};
+  memcpy(buf, &s, sizeof s);
+  memcpy(buf + sizeof s, text, len);
+  memset(buf + sizeof s + len, 0, need - sizeof s - len);
+  return need;
+}
+
+void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n) {
+  pthread_once(&once, trace_init);
+  if (!active)
+    return;
+  size_t cap = 1 << 16, used = 0;
+  char *buf = malloc(cap);
+  if (!buf)
+    return;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!seen_add(locs[i].id))
+      continue;
+    size_t len = strlen(locs[i].text);
+    size_t w = put_string(buf + used, cap - used, locs[i].id, PMKIT_STR_LOC,
+                          locs[i].text, len);
+    if (!w) {
+      write_block(PMKIT_TB_STRING, 0, buf, used);
+      used = 0;
+      w = put_string(buf, cap, locs[i].id, PMKIT_STR_LOC, locs[i].text, len);
+    }
+    used += w;
+  }
+  if (used)
+    write_block(PMKIT_TB_STRING, 0, buf, used);
+  free(buf);
+}
+
+static void mark(uint8_t kind, const char *name) {
+  if (!active || !name)
+    return;
+  size_t len = strlen(name);
+  uint32_t id = str_id(name, len);
+  if (seen_add(id)) {
+    char buf[4096 + 16];
+    size_t w = put_string(buf, sizeof buf, id, PMKIT_STR_MARK, name, len);
+    write_block(PMKIT_TB_STRING, 0, buf, w);
+  }
+  record(kind, NULL, id, 0, 0, 0);
+}
+
+void pmkit_mark_begin(const char *name) { mark(PMKIT_EV_MARK_BEGIN, name); }
+void pmkit_mark_end(const char *name) { mark(PMKIT_EV_MARK_END, name); }
+int pmkit_tracing(void) { return active; }
+
+static int page_zero(const uint64_t *w) {
+  for (unsigned i = 0; i < PMKIT_TRACE_PAGE / 8; i++)
+    if (w[i])
+      return 0;
+  return 1;
+}
+
+/* The POOL block with the initial image, and its POOL_OPEN event. Called
+ * with the pool registered and mapped, before anything writes to it. */
+void pmk_trace_pool_open(pmkit_pool *p) {
+  if (!active)
+    return;
+  atomic_fetch_add(&npools, 1);
+  pthread_mutex_lock(&file_lock);
+  static uint32_t next_id;
+  const uint64_t *img = (const uint64_t *)p->base;
+  uint64_t npages = p->size / PMKIT_TRACE_PAGE, nz = 0;
+  for (uint64_t i = 0; i < npages; i++)
+    nz += !page_zero(img + i * (PMKIT_TRACE_PAGE / 8));
+  size_t plen = strlen(p->path);
+  uint64_t ppad = (plen + 7) & ~7ull;
+  pmkit_trace_pool hdr = {next_id++,  (uint32_t)plen,
+                          next_seq(), p->base,
+                          p->size,    pmkit_trace_checksum(img, p->size),
+                          nz};
+  uint64_t size = sizeof hdr + ppad + nz * (8 + PMKIT_TRACE_PAGE);
+  pmkit_trace_block b = {PMKIT_TB_POOL, 0, size};
+  /* Streamed in pieces under file_lock: no other block can interleave,
+   * because every block write holds it or is a single write(). */
+  char pathbuf[4096 + 8] = {0};
+  memcpy(pathbuf, p->path, plen < 4096 ? plen : 4096);
+  write_all(&b, sizeof b);
+  write_all(&hdr, sizeof hdr);
+  write_all(pathbuf, ppad);
+  for (uint64_t i = 0; i < npages; i++) {
+    const uint64_t *pg = img + i * (PMKIT_TRACE_PAGE / 8);
+    if (page_zero(pg))
+      continue;
+    write_all(&i, sizeof i);
+    write_all(pg, PMKIT_TRACE_PAGE);
+  }
+  pthread_mutex_unlock(&file_lock);
+  struct tbuf *t;
+  pmkit_trace_event *e = reserve(&t, 0);
+  if (e) {
+    *e = (pmkit_trace_event){
+        hdr.seq, p->base, hdr.pool_id, 0, PMKIT_EV_POOL_OPEN, 0, 0};
+  }
+}
+
+void pmk_trace_pool_close(pmkit_pool *p) {
+  if (!active)
+    return;
+  record(PMKIT_EV_POOL_CLOSE, (void *)p->base,
+         pmkit_trace_checksum((const void *)p->base, p->size), 0, 0, 0);
+  atomic_fetch_sub(&npools, 1);
+}
