@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// explorer.h -- the pieces of pmkit-explore, the crash-state explorer: a
+// trace reader (trace.cpp), persistency models registered by name
+// (models.cpp), the engine that walks the trace and builds the crash images
+// a model allows (engine.cpp), checkers that run the user's check on an
+// image (checkers.cpp), and the command line with its report (main.cpp).
+// docs/explorer.md explains the models and the output.
+
+#ifndef PMKIT_EXPLORER_H
+#define PMKIT_EXPLORER_H
+
+#include "pmkit/pmkit.h" // PMKIT_FLUSH_* kinds in flush events
+#include "pmkit/trace_format.h"
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace pmx {
+
+// A problem with the input or the environment: one line, exit status 2.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- trace (trace.cpp) ----------------------------------------------------
+
+struct Event {
+  uint64_t seq;
+  uint64_t addr;
+  uint64_t arg;
+  const uint8_t *data; // payload of a size-0 store, else null
+  uint32_t loc;
+  uint32_t tid;
+  uint8_t kind;
+  uint8_t size;
+  uint16_t aux;
+  bool writes() const {
+    return kind == PMKIT_EV_STORE || kind == PMKIT_EV_NTSTORE ||
+           kind == PMKIT_EV_RMW || kind == PMKIT_EV_MEMSET;
+  }
+  uint64_t length() const {
+    if (kind == PMKIT_EV_MEMSET || (writes() && size == 0))
+      return arg;
+    return size;
+  }
+  // Byte i of what the event writes.
+  uint8_t byte(uint64_t i) const {
+    if (kind == PMKIT_EV_MEMSET)
+      return (uint8_t)aux;
+    if (data)
+      return data[i];
+    return (uint8_t)(arg >> (8 * i));
+  }
+};
+
+struct Pool {
+  uint32_t id = 0;
+  std::string path;
+  uint64_t base = 0, size = 0, checksum = 0, openSeq = 0;
+  std::vector<uint8_t> image; // initial image
+};
+
+class Trace {
+public:
+  // Reads and validates a trace file; throws Error with a clear message.
+  explicit Trace(const std::string &path);
+  ~Trace();
+  Trace(const Trace &) = delete;
+  Trace &operator=(const Trace &) = delete;
+
+  std::vector<Event> events; // sorted by seq
+  std::vector<Pool> pools;
+  std::unordered_map<uint32_t, std::string> locs, marks;
+  uint32_t threads = 0;
+  bool complete = false; // has an END block
+
+  std::string locText(uint32_t id) const;
+  std::string markText(uint32_t id) const;
+  const Pool *poolOf(uint64_t addr) const;
+
+private:
+  void *map_ = nullptr;
+  size_t mapSize_ = 0;
+};
+
+// ---- models (models.cpp) --------------------------------------------------
+
+// A persistency model: which crash images a trace allows at a point. All
+// models share one engine; a model says how big a unit of independent
+// persistence is and whether caches are volatile (then the Px86 flush and
+// fence rules bound what must have persisted; otherwise every write is
+// persistent as soon as it is visible).
+class Model {
+public:
+  virtual ~Model() = default;
+  virtual const char *name() const = 0;
+  virtual const char *help() const = 0;
+  // log2 of the bytes in one unit: 3 (8-byte locations) or 6 (lines).
+  virtual unsigned unitShift() const = 0;
+  virtual bool volatileCaches() const = 0;
+  virtual const char *defaultPoints() const = 0;
+};
+
+struct ModelEntry {
+  const char *name;
+  std::unique_ptr<Model> (*make)();
+};
+const std::vector<ModelEntry> &modelTable();
+std::unique_ptr<Model> makeModel(const std::string &name); // throws Error
+
+} // namespace pmx
+
+// ---- checkers (checkers.cpp) ----------------------------------------------
+
+namespace pmx {
+
+// A deviation of a crash image from the fully visible image at its point:
+// `len` bytes at `addr` hold older content.
+struct Dev {
+  uint64_t addr;
+  std::vector<uint8_t> bytes;
+};
+
+struct Job {
+  uint64_t id = 0;
+  size_t pos = 0; // crash before events[pos]
+  std::vector<Dev> devs;
+};
+
+struct Result {
+  uint64_t id = 0;
+  bool ok = false;
+  bool timedOut = false;
+  bool cannotRun = false; // the checker could not start (exit 2 overall)
+  std::string status;     // "exit 1", "signal 11", "timed out after 10 s"
+  std::string output;     // first lines of the checker's output
+};
+
+struct CheckerOptions {
+  std::string command; // --check, with {pool} / {pool:N}
+  std::string lib;     // --check-lib
+  std::string self;    // path of this executable (fork server)
+  std::string workDir;
+  double timeout = 10;
+};
+
+// One checker instance (one per job slot): keeps its own copy of the pool
+// images in sync with the trace and checks one image at a time.
+class Checker {
+public:
+  virtual ~Checker() = default;
+  virtual Result check(const Job &job) = 0;
+  // Writes the image of `job` to `path` (for the user to replay).
+  virtual void save(const Job &job, const std::string &path) = 0;
+  // The command that checks a saved image.
+  virtual std::string reproduce(const std::string &imagePath) const = 0;
+};
+
+std::unique_ptr<Checker> makeChecker(const Trace &T, const CheckerOptions &O,
+                                     unsigned slot);
+// The fork server's main (pmkit-explore --fork-server ...).
+int forkServerMain(int argc, char **argv);
+// Maps an image file at its base and runs a check library on it once.
+int runCheckLib(const std::string &lib, const std::string &image);
+
+// ---- the engine and its report (engine.cpp) ---------------------------------
+
+struct Options {
+  std::string model = "x86";
+  std::string points; // empty: the model's default
+  uint64_t budget = 20000;
+  uint64_t perPoint = 64;
+  uint64_t seed = 1;
+  unsigned jobs = 2;
+  std::string mark;    // only crash points inside this operation
+  std::string json;    // write the report here too
+  std::string saveDir; // failing images go here
+  bool robustness = false;
+  unsigned maxReports = 3;
+  bool progress = false;
+  std::string recordCommand; // how the trace was made, for the report
+  CheckerOptions checker;
+};
+
+// Explores a trace; prints the report; returns the exit status (0 all
+// images consistent, 1 a failure or robustness violation).
+int explore(const Trace &T, const Options &O);
+
+} // namespace pmx
+
+#endif // PMKIT_EXPLORER_H
