@@ -658,16 +658,23 @@ int Engine::run() {
   progress(true);
   advance(T.events.size());
 
-  // Minimise and save the first failures (one per crash point).
-  std::set<size_t> shownPoints;
+  // Minimise the first failures and show those that differ in what was
+  // lost (by source location).
+  std::set<std::vector<uint32_t>> shownSigs;
   std::vector<Failure> shown;
+  size_t tried = 0;
   for (Failure &f : failures) {
-    if (shown.size() >= O.maxReports)
+    if (shown.size() >= O.maxReports || tried >= 4 * (size_t)O.maxReports)
       break;
-    if (!shownPoints.insert(f.info.pos).second)
-      continue;
+    tried++;
     minimise(f);
-    shown.push_back(f);
+    std::vector<uint32_t> sig;
+    for (const Choice &c : f.info.choices)
+      for (uint32_t k = c.k; k < c.n; k++)
+        sig.push_back(T.events[units[c.ui].hist[k].ev].loc);
+    std::sort(sig.begin(), sig.end());
+    if (shownSigs.insert(sig).second)
+      shown.push_back(f);
   }
   failures = std::move(shown);
   double secs =

@@ -25,11 +25,13 @@ MODES: dict[str, str | None] = {
     "arp": None,
 }
 
-HELP = """usage: pmkit cc|c++ [--mode=MODE] [--pmkit-dry-run] CLANG-ARGS...
+HELP = """usage: pmkit cc|c++ [--mode=MODE] [--trace [--trace-loads]] [--pmkit-dry-run] CLANG-ARGS...
 
 Compile and link C or C++ with clang-16 and the pmkit pass plugin.
 
   --mode=MODE       crash-consistency mode: {modes} (default: none)
+  --trace           instrument PM accesses for `pmkit explore` and link libpmkit-trace
+  --trace-loads     with --trace: record loads as well
   --pmkit-dry-run   print the clang command instead of running it
   CLANG-ARGS        passed to clang unchanged
 
@@ -54,10 +56,14 @@ def compiler(cxx: bool) -> str:
 
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
-    mode, dry, rest = "none", False, []
+    mode, dry, trace, loads, rest = "none", False, False, False, []
     it = iter(argv)
     for a in it:
-        if a == "--mode":
+        if a == "--trace":
+            trace = True
+        elif a == "--trace-loads":
+            loads = True
+        elif a == "--mode":
             mode = next(it, "")
         elif a.startswith("--mode="):
             mode = a.split("=", 1)[1]
@@ -71,17 +77,27 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if MODES[mode] is None:
         raise UsageError(f"mode '{mode}' is not available in this build yet")
+    if loads and not trace:
+        raise UsageError("--trace-loads needs --trace")
     if not rest:
         raise UsageError("no input files")
     p = paths.find()
+    if trace and not (p.plugin and p.tracelibdir):
+        raise paths.EnvError("--trace needs the pass plugin and libpmkit-trace: build with passes")
     cmd = [compiler(cxx)]
     if p.plugin:
         cmd += [f"-fpass-plugin={p.plugin}", f"-fplugin={p.plugin}"]
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
+    if trace:
+        # Debug info gives the explorer's reports their file:line.
+        cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])
+        if not any(a.startswith("-g") for a in rest):
+            cmd += ["-g"]
     cmd += [f"-I{p.include}"]
     cmd += rest
     if not any(a in NO_LINK for a in rest):
-        cmd += [f"-L{p.libdir}", f"-Wl,-rpath,{p.libdir}", "-lpmkit", "-lpthread"]
+        libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")
+        cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}", lib, "-lpthread"]
     return cmd, dry
 
 

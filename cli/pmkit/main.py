@@ -143,6 +143,21 @@ def cmd_demo(args) -> int:
     return demo.run(trials=args.trials, seed=args.seed, ops=args.ops, keep=args.keep)
 
 
+# ---- explore ----------------------------------------------------------------------------------
+
+
+def run_explorer(argv: list[str]) -> int:
+    """`pmkit explore`: the C++ explorer does the work; its options are its own."""
+    import os
+
+    p = paths.find()
+    if not p.explorer or not p.explorer.exists():
+        raise paths.EnvError("pmkit-explore is not built: run 'make build' first")
+    sys.stdout.flush()
+    os.execv(str(p.explorer), [str(p.explorer), *argv])
+    return EXIT_USAGE  # not reached
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 
@@ -153,6 +168,9 @@ def build_parser() -> Parser:
 
     for name in ("cc", "c++"):
         sub.add_parser(name, help=f"compile with clang-16 and pmkit ({name} --help for more)")
+    sub.add_parser(
+        "explore", help="trace a program and check every crash image (explore --help for more)"
+    )
 
     pool = sub.add_parser("pool", help="create, inspect, check and collect pools")
     psub = pool.add_subparsers(dest="pool_command", metavar="ACTION", parser_class=Parser)
@@ -190,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in ("cc", "c++"):
             return cc.run(argv[1:], cxx=argv[0] == "c++")
+        if argv and argv[0] == "explore":
+            return run_explorer(argv[1:])
         ap = build_parser()
         args = ap.parse_args(argv)
         if not getattr(args, "func", None):

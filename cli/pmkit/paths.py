@@ -24,6 +24,8 @@ class Paths:
     libdir: Path
     plugin: Path | None
     bindir: Path
+    tracelibdir: Path | None = None
+    explorer: Path | None = None
 
     def binary(self, rel: str) -> Path:
         """A program built in the build tree, e.g. 'examples/kvstore/kvstore'."""
@@ -49,5 +51,9 @@ def find() -> Paths:
         if c.is_file():
             d = json.loads(c.read_text())
             plugin = Path(d["plugin"]) if d.get("plugin") else None
-            return Paths(Path(d["include"]), Path(d["libdir"]), plugin, Path(d["bindir"]))
+            tracelib = Path(d["tracelibdir"]) if d.get("tracelibdir") else None
+            explorer = Path(d["explorer"]) if d.get("explorer") else None
+            return Paths(
+                Path(d["include"]), Path(d["libdir"]), plugin, Path(d["bindir"]), tracelib, explorer
+            )
     raise EnvError("no pmkit build found (looked for pmkit-paths.json); run 'make build' first")

@@ -13,7 +13,10 @@
  *   kvstore create /dev/shm/kv.pool && kvstore put /dev/shm/kv.pool a 1
  *   PMKIT_CRASH_AT=700 kvstore run /dev/shm/kv.pool --ops 300 --seed 1
  *   kvstore --check /dev/shm/kv.pool
- * crashtest.sh next to this file runs a whole crash campaign.
+ * crashtest.sh next to this file runs a whole crash campaign under eADR;
+ * exploretest.sh explores the crash images of volatile caches (ADR) with
+ * kvstore-traced, and kvstore-noflush-traced (-DKV_BUG_NO_FLUSH: a new
+ * node is not flushed before it is linked) must fail there.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -114,7 +117,9 @@ static int kv_put(struct kv *kv, const char *key, size_t klen, const char *val,
     r->dirty = 1;
     pmkit_flush(&r->dirty, sizeof r->dirty);
   }
+#ifndef KV_BUG_NO_FLUSH /* the explorer's must-fail case: node not flushed */
   pmkit_flush(n, size);
+#endif
   pmkit_fence(); /* node, its allocation and dirty: durable before the link */
   *link = n;
   pmkit_persist(link, sizeof *link); /* the commit point */
@@ -474,9 +479,13 @@ static int cmd_run(const char *path, uint64_t ops, uint64_t seed, uint64_t keys,
     int err = 0;
     if (op.kind == OP_PUT) {
       op_value(&op, val);
+      pmkit_mark_begin("put"); /* names crash points in `pmkit explore` */
       err = kv_put(&kv, key, 6, val, op.vlen);
+      pmkit_mark_end("put");
     } else if (op.kind == OP_DEL) {
+      pmkit_mark_begin("del");
       err = kv_del(&kv, key, 6);
+      pmkit_mark_end("del");
     } else {
       kv_find(r, key, 6);
     }
