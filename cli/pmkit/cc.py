@@ -25,7 +25,7 @@ MODES: dict[str, str | None] = {
     "arp": None,
 }
 
-HELP = """usage: pmkit cc|c++ [--mode=MODE] [--trace [--trace-loads]] [--pmkit-dry-run] CLANG-ARGS...
+HELP = """usage: pmkit cc|c++ [--mode=MODE] [--trace [--trace-loads]] [--pmkit-dry-run] ARGS...
 
 Compile and link C or C++ with clang-16 and the pmkit pass plugin.
 
