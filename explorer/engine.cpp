@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -686,8 +687,11 @@ int Engine::run() {
 
 void Engine::report(double secs) {
   std::string dir = O.saveDir.empty() ? "pmkit-explore-failures" : O.saveDir;
-  if (!failures.empty())
-    mkdir(dir.c_str(), 0755);
+  struct stat sb;
+  if (!failures.empty() && mkdir(dir.c_str(), 0755) != 0 &&
+      !(errno == EEXIST && stat(dir.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)))
+    throw Error("cannot create the directory " + dir +
+                " for failing images (--save-dir)");
   std::vector<std::string> images, repro;
   for (size_t i = 0; i < failures.size(); i++) {
     std::string path = dir + "/fail-" + std::to_string(i + 1) + ".pool";

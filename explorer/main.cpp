@@ -29,6 +29,7 @@ const char *Usage =
     "usage: pmkit explore [OPTIONS] (--check 'CMD {pool}' | --check-lib LIB)\n"
     "                     (-- PROG ARGS... | --trace FILE)\n"
     "       pmkit explore --check-lib LIB --image IMAGE\n"
+    "       pmkit explore --dump (-- PROG ARGS... | --trace FILE)\n"
     "\n"
     "Run PROG (built with `pmkit cc --trace`) recording its PM writes, then\n"
     "check every crash image a persistency model allows.\n"
@@ -54,11 +55,13 @@ const char *Usage =
     "                   ./pmkit-explore-failures)\n"
     "  --max-reports N  failures reported in full (default 3)\n"
     "  --json FILE      also write the report as JSON\n"
-    "  --progress / --no-progress   progress bar (default: on a terminal)\n";
+    "  --progress / --no-progress   progress bar (default: on a terminal)\n"
+    "  --dump           print the trace's events, one per line, and stop\n";
 
 struct Args {
   Options O;
   std::string trace, keepTrace, image;
+  bool dump = false;
   double runTimeout = 600;
   std::vector<std::string> prog;
 };
@@ -105,6 +108,10 @@ Args parse(int argc, char **argv) {
     }
     if (a == "--no-progress") {
       A.O.progress = false;
+      continue;
+    }
+    if (a == "--dump") {
+      A.dump = true;
       continue;
     }
     std::string val;
@@ -243,6 +250,32 @@ void record(const std::vector<std::string> &prog, const std::string &trace,
                        "libpmkit-trace");
 }
 
+void dumpTrace(const Trace &T) {
+  static const char *kinds[] = {
+      "?",     "store", "ntstore",    "rmw",      "memset",    "flush",
+      "fence", "load",  "mark-begin", "mark-end", "pool-open", "pool-close"};
+  for (const Pool &p : T.pools)
+    printf("pool %u %s base %#llx size %llu\n", p.id, p.path.c_str(),
+           (unsigned long long)p.base, (unsigned long long)p.size);
+  for (size_t i = 0; i < T.events.size(); i++) {
+    const Event &e = T.events[i];
+    const Pool *p = T.poolOf(e.addr);
+    std::string where = p ? "pool" + std::to_string(p->id) + "+" +
+                                std::to_string(e.addr - p->base)
+                          : "-";
+    std::string what;
+    if (e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END)
+      what = T.markText((uint32_t)e.arg);
+    else if (e.kind == PMKIT_EV_FLUSH || e.kind == PMKIT_EV_FENCE)
+      what = "kind=" + std::to_string(e.aux);
+    else if (e.writes() || e.kind == PMKIT_EV_LOAD)
+      what = "len=" + std::to_string(e.length()) +
+             (e.size ? " val=" + std::to_string(e.arg) : "");
+    printf("%zu t%u %s %s %s %s\n", i, e.tid, kinds[e.kind], where.c_str(),
+           what.c_str(), T.locText(e.loc).c_str());
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -258,7 +291,7 @@ int main(int argc, char **argv) {
       printf("%s: %s\n", A.image.c_str(), r ? "INCONSISTENT" : "consistent");
       return r ? 1 : 0;
     }
-    if (A.O.checker.command.empty() == A.O.checker.lib.empty())
+    if (!A.dump && A.O.checker.command.empty() == A.O.checker.lib.empty())
       usage("give exactly one of --check and --check-lib");
     if (A.prog.empty() == A.trace.empty())
       usage("give a program after -- or a --trace file (not both)");
@@ -277,6 +310,11 @@ int main(int argc, char **argv) {
     if (!T.complete)
       throw Error(trace + " is incomplete (no END block): the traced "
                           "program did not exit normally");
+    if (A.dump) {
+      dumpTrace(T);
+      removeTree(work);
+      return 0;
+    }
     int r = explore(T, A.O);
     removeTree(work);
     return r;

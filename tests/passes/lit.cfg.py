@@ -5,7 +5,9 @@
 # run `.venv/bin/lit -v build/tests/passes`, not this folder.
 # Substitutions: %opt (opt-16 with the plugin loaded), %clang_pm (clang-16
 # with the plugin and pmkit's include dir), %clang_nopm (the same clang and
-# include dir, no plugin), %FileCheck, %not, %{plugin} (the .so path).
+# include dir, no plugin), %FileCheck, %not, %{plugin} (the .so path),
+# %link_trace / %link_pmkit (link flags for libpmkit-trace / libpmkit) and
+# %explore (pmkit-explore).
 # lit runs this file with `config` and `lit_config` already defined.
 # ruff: noqa: F821
 
@@ -46,6 +48,12 @@ config.substitutions.extend(
         ("%FileCheck", config.pmkit_filecheck),
         ("%not", config.pmkit_not),
         ("%{plugin}", plugin),
+        (
+            "%link_trace",
+            f"-L{config.pmkit_trace_libdir} -Wl,-rpath,{config.pmkit_trace_libdir} -lpmkit-trace",
+        ),
+        ("%link_pmkit", f"-L{config.pmkit_libdir} -Wl,-rpath,{config.pmkit_libdir} -lpmkit"),
+        ("%explore", config.pmkit_explore),
     ]
 )
 

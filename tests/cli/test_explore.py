@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`pmkit explore` end to end: a clean program, a JSON report, and every kind of bad input
+(truncated or foreign trace, unknown model, a checker that cannot start or hangs, a program that
+crashes, hangs or is not traced) ending in one clear message and exit status 2, never a hang."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import BUILD
+
+KV = BUILD / "examples" / "kvstore"
+KV_TRACED = KV / "kvstore-traced"
+OPS = ["--ops", "12", "--seed", "5", "--keys", "6", "--quiet"]
+
+pytestmark = pytest.mark.skipif(
+    not KV_TRACED.exists(), reason="traced builds need the pass plugin (PMKIT_BUILD_PASSES)"
+)
+
+
+def fresh_pool(shm, name="kv.pool"):
+    pool = shm / name
+    pool.unlink(missing_ok=True)
+    subprocess.run([str(KV / "kvstore"), "create", str(pool), "--size", "2"], check=True)
+    return pool
+
+
+def explore(run, *args, timeout=120):
+    return run("explore", "--no-progress", "--budget", "300", *args)
+
+
+def test_clean_run_and_json(run, shm, tmp_path):
+    pool = fresh_pool(shm)
+    report = tmp_path / "report.json"
+    trace = tmp_path / "kv.trace"
+    r = explore(
+        run,
+        "--json", str(report),
+        "--keep-trace", str(trace),
+        "--check", f"{KV / 'kvstore'} --check {{pool}}",
+        "--", str(KV_TRACED), "run", str(pool), *OPS,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "result: ok" in r.stdout
+    doc = json.loads(report.read_text())
+    assert doc["result"] == "ok" and doc["images_checked"] > 0
+    assert doc["images_checked"] == doc["images_distinct"]
+    assert trace.stat().st_size > 0
+
+    # The kept trace can be explored again, under another model, without the program.
+    r = explore(run, "--trace", str(trace), "--model", "eadr", "--check", "true {pool}")
+    assert r.returncode == 0, r.stderr
+    assert "model eadr" in r.stdout
+
+    # A truncated copy of it is refused with one line.
+    cut = tmp_path / "cut.trace"
+    cut.write_bytes(trace.read_bytes()[: trace.stat().st_size // 2 + 3])
+    r = explore(run, "--trace", str(cut), "--check", "true {pool}")
+    assert r.returncode == 2
+    assert "truncated" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"hello, this is not a trace at all" * 4, "not a pmkit trace"),
+        (b"PMKT", "not a pmkit trace"),
+        (b"PMKTRACE" + b"\x07\x00\x00\x00" + b"\x00" * 60, "version 7"),
+    ],
+)
+def test_foreign_traces(run, tmp_path, content, words):
+    t = tmp_path / "bad.trace"
+    t.write_bytes(content)
+    r = explore(run, "--trace", str(t), "--check", "true {pool}")
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+def test_unknown_model_and_points(run, shm):
+    r = explore(run, "--model", "arm", "--check", "true", "--", "true")
+    assert r.returncode == 2 and "unknown model 'arm'" in r.stderr
+    pool = fresh_pool(shm)
+    r = explore(
+        run, "--points", "sometimes", "--check", "true {pool}",
+        "--", str(KV_TRACED), "run", str(pool), *OPS,
+    )  # fmt: skip
+    assert r.returncode == 2 and "unknown --points" in r.stderr
+
+
+def test_checker_that_cannot_start(run, shm):
+    pool = fresh_pool(shm)
+    r = explore(
+        run, "--check", "/nonexistent/checker {pool}",
+        "--", str(KV_TRACED), "run", str(pool), *OPS,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert "could not run" in r.stderr or "rejects" in r.stderr, r.stderr
+
+
+def test_checker_that_hangs_times_out(run, shm):
+    pool = fresh_pool(shm)
+    r = explore(
+        run, "--timeout", "1", "--check", "sleep 60; true {pool}",
+        "--", str(KV_TRACED), "run", str(pool), *OPS,
+    )  # fmt: skip
+    assert r.returncode == 2 and "timed out" in r.stderr, r.stderr
+
+
+def test_missing_check_library(run, shm):
+    r = explore(run, "--check-lib", "/nonexistent.so", "--", str(KV_TRACED))
+    assert r.returncode == 2 and "check library" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "prog, words",
+    [
+        (["sh", "-c", "kill -SEGV $$"], "crashed while tracing (signal 11"),
+        (["sh", "-c", "exit 3"], "exited with status 3"),
+        (["true"], "wrote no trace"),
+        (["/nonexistent/prog"], "could not run"),
+    ],
+)
+def test_bad_programs(run, prog, words):
+    r = explore(run, "--check", "true {pool}", "--", *prog)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+def test_program_that_hangs(run):
+    r = explore(run, "--run-timeout", "1", "--check", "true {pool}", "--", "sleep", "30")
+    assert r.returncode == 2 and "did not finish within 1 s" in r.stderr
+
+
+def test_cc_trace_builds_an_explorable_program(run, shm, tmp_path):
+    src = tmp_path / "flag.c"
+    src.write_text(
+        """
+#include <pmkit/pmkit.h>
+#include <string.h>
+struct root { unsigned long flag; char msg[8]; };
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  struct root *r;
+  if (argc == 3) { /* check */
+    if (pmkit_pool_open(argv[2], 0, &p) || pmkit_root(p, sizeof *r, (void **)&r)) return 1;
+    return r->flag && strcmp(r->msg, "ready") != 0;
+  }
+  if (pmkit_pool_create(argv[1], 2 << 20, 0, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 1;
+  strcpy(r->msg, "ready");
+#ifndef BUG
+  pmkit_persist(r->msg, sizeof r->msg);
+#endif
+  r->flag = 1;
+  pmkit_persist(&r->flag, sizeof r->flag);
+  return pmkit_pool_close(p);
+}
+"""
+    )
+    verdicts = {}
+    for variant, defs in (("fixed", []), ("buggy", ["-DBUG"])):
+        exe = tmp_path / variant
+        r = run("cc", "--trace", "-O1", *defs, str(src), "-o", str(exe))
+        assert r.returncode == 0, r.stderr
+        pool = shm / f"{variant}.pool"
+        pool.unlink(missing_ok=True)
+        r = explore(
+            run, "--save-dir", str(tmp_path / f"{variant}-failures"),
+            "--check", f"{exe} check {{pool}}", "--", str(exe), str(pool),
+        )  # fmt: skip
+        verdicts[variant] = r.returncode
+        if variant == "buggy":
+            assert "flag.c:" in r.stdout, r.stdout  # the lost store, by source line
+            assert "reproduce:" in r.stdout
+    assert verdicts == {"fixed": 0, "buggy": 1}
