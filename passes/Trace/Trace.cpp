@@ -89,6 +89,21 @@ struct AsmEffect {
   uint32_t Fence = 0; // FenceSfence...; 0 = none
 };
 
+// A `lock` prefix as its own word ("lock; addl ...", "lock cmpxchg ...").
+// xchg with a memory operand is locked too, but its operand is a template
+// placeholder here, so it cannot be told from the register form (cpuid.h
+// uses one): such asm is not counted as a fence.
+bool hasLockPrefix(StringRef S) {
+  for (size_t P = S.find("lock"); P != StringRef::npos;
+       P = S.find("lock", P + 1)) {
+    bool Start = P == 0 || StringRef(" \t\n;").contains(S[P - 1]);
+    bool End = P + 4 == S.size() || StringRef(" \t\n;").contains(S[P + 4]);
+    if (Start && End)
+      return true;
+  }
+  return false;
+}
+
 // Recognises the mnemonics and the hand-encoded forms that code written
 // for assemblers without clwb uses (".byte 0x66, 0x0f, 0xae, 0x30" is
 // clwb (%rax)): 0f ae with ModRM reg field 7 is clflush, or clflushopt after
@@ -107,7 +122,7 @@ AsmEffect asmEffect(StringRef Text) {
     E.Fence = FenceMfence;
   else if (S.contains("sfence"))
     E.Fence = FenceSfence;
-  else if (S.contains("lock") || S.contains("xchg"))
+  else if (hasLockPrefix(S))
     E.Fence = FenceLocked;
   if (E.Flush || !S.contains(".byte"))
     return E;

@@ -246,7 +246,8 @@ void __pmkit_trace_ntstore(void *addr, uint64_t val, uint32_t size,
   if (!active || !in_pools(addr))
     return;
   record(PMKIT_EV_NTSTORE, addr, val, (uint8_t)size, 0, loc);
-  tb->pending = 1;
+  if (tb)
+    tb->pending = 1;
 }
 
 void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
@@ -307,7 +308,7 @@ void __pmkit_trace_flush(const void *addr, uint32_t kind, uint32_t loc) {
   if (!active || !__pmkit_maybe_pm(addr) || !in_pools(addr))
     return;
   record(PMKIT_EV_FLUSH, addr, 0, 0, (uint16_t)kind, loc);
-  if (kind != PMKIT_FLUSH_CLFLUSH)
+  if (kind != PMKIT_FLUSH_CLFLUSH && tb)
     tb->pending = 1;
 }
 

@@ -5,16 +5,17 @@
 // by begin/end; stack and global accesses are left alone. Without
 // -pmkit-trace nothing is added (the must-fail half).
 //
-// RUN: %clang_pm -O1 -fno-discard-value-names -mllvm -pmkit-trace -S -emit-llvm
-// %s -o %t.ll RUN: %FileCheck %s < %t.ll RUN: %FileCheck %s --check-prefix=CTOR
-// < %t.ll
+// RUN: %clang_pm -O1 -fno-discard-value-names -mllvm -pmkit-trace \
+// RUN:   -S -emit-llvm %s -o %t.ll
+// RUN: %FileCheck %s < %t.ll
+// RUN: %FileCheck %s --check-prefix=CTOR < %t.ll
 // RUN: %clang_pm -O0 -mllvm -pmkit-trace -S -emit-llvm %s -o - \
 // RUN:   | %FileCheck %s --check-prefix=O0
-// RUN: %clang_pm -O1 -fno-discard-value-names -S -emit-llvm %s -o - | %not
-// %FileCheck %s
-// RUN: %clang_pm -O1 -fno-discard-value-names -mllvm -pmkit-trace -mllvm
-// -pmkit-trace-loads \ RUN:   -S -emit-llvm %s -o - | %FileCheck %s
-// --check-prefix=LOADS
+// RUN: %clang_pm -O1 -fno-discard-value-names -S -emit-llvm %s -o - \
+// RUN:   | %not %FileCheck %s
+// RUN: %clang_pm -O1 -fno-discard-value-names -mllvm -pmkit-trace \
+// RUN:   -mllvm -pmkit-trace-loads -S -emit-llvm %s -o - \
+// RUN:   | %FileCheck %s --check-prefix=LOADS
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -30,11 +31,13 @@ uint64_t global_counter;
 // CHECK-LABEL: define{{.*}} void @stores(
 // CHECK: %[[LO:.*]] = load i64, ptr @__pmkit_pool_lo
 // CHECK: icmp uge
-// CHECK: call void @__pmkit_trace_store(ptr %{{.*}}, i64 %x, i32 8, i32
-// {{-?[0-9]+}}) CHECK: store i64 %x CHECK: call void @__pmkit_trace_write(ptr
-// {{.*}}, ptr %s, i64 32, CHECK: call void @llvm.memcpy CHECK: call void
-// @__pmkit_trace_memset(ptr {{.*}}, i32 0, i64 %{{.*}}, CHECK-NOT:
-// __pmkit_trace_store(ptr @global_counter CHECK: ret void
+// CHECK: call void @__pmkit_trace_store(ptr %{{.*}}, i64 %x, i32 8, i32 {{-?[0-9]+}})
+// CHECK: store i64 %x
+// CHECK: call void @__pmkit_trace_write(ptr {{.*}}, ptr %s, i64 32,
+// CHECK: call void @llvm.memcpy
+// CHECK: call void @__pmkit_trace_memset(ptr {{.*}}, i32 0, i64 %{{.*}},
+// CHECK-NOT: __pmkit_trace_store(ptr @global_counter
+// CHECK: ret void
 void stores(struct rec *r, const char *s, uint64_t x) {
   uint64_t local[4];
   r->a = x;
@@ -71,8 +74,8 @@ void flushes(struct rec *r) {
 // CHECK: %[[T1:.*]] = call i32 @__pmkit_trace_atomic_begin(ptr %p)
 // CHECK-NEXT: %[[OLD:.*]] = atomicrmw add ptr %p, i64 2 seq_cst
 // CHECK-NEXT: %[[NEW:.*]] = add i64 %[[OLD]], 2
-// CHECK-NEXT: call void @__pmkit_trace_atomic_end(i32 %[[T1]], ptr %p, i64
-// %[[NEW]], i32 8, i32 3, CHECK: call i32 @__pmkit_trace_atomic_begin(ptr %p)
+// CHECK-NEXT: call void @__pmkit_trace_atomic_end(i32 %[[T1]], ptr %p, i64 %[[NEW]], i32 8, i32 3,
+// CHECK: call i32 @__pmkit_trace_atomic_begin(ptr %p)
 // CHECK-NEXT: %[[CX:.*]] = cmpxchg ptr %p
 // CHECK: %[[OK:.*]] = extractvalue { i64, i1 } %[[CX]], 1
 // CHECK-NEXT: %[[KIND:.*]] = select i1 %[[OK]], i32 3, i32 6
@@ -102,3 +105,17 @@ void atomics(_Atomic uint64_t *p, uint64_t *q) {
 // LOADS: %[[V:.*]] = load i64, ptr %r
 // LOADS: call void @__pmkit_trace_load(ptr %r, i64 %[[V]], i32 8,
 uint64_t load_it(struct rec *r) { return r->a; }
+
+// Only a real lock prefix counts as a fence (reported after it): the register
+// xchg of cpuid.h does not, nor does a word that merely contains "lock".
+// CHECK-LABEL: define{{.*}} void @locked(
+// CHECK: call void asm sideeffect "lock; addl $$0, (%rsp)"
+// CHECK-NEXT: call void @__pmkit_trace_fence(i32 3,
+// CHECK-NOT: __pmkit_trace_fence
+// CHECK: ret void
+void locked(void) {
+  __asm__ volatile("lock; addl $0, (%%rsp)" ::: "memory", "cc");
+  unsigned a = 0, b;
+  __asm__ volatile("xchgq %%rbx, %q1" : "+a"(a), "=&r"(b));
+  __asm__ volatile("# clock tick" ::: "memory");
+}
