@@ -28,6 +28,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -37,6 +38,9 @@ COLORS = {
     "pmkit-eadr": "#6baed6",
     "glibc": "#7f7f7f",
     "pmdk": "#d95f02",
+    "untraced": "#1f5fa8",
+    "traced-off": "#6baed6",
+    "traced": "#d95f02",
 }
 
 
@@ -140,8 +144,9 @@ def provenance(doc: dict) -> list[str]:
         f"- Build: CMAKE_BUILD_TYPE={m.get('build_type') or '(empty)'}, "
         f"{Path(m.get('c_compiler', '?')).name}",
         f"- Commit: `{sha[:12]}`{dirty}; run {doc['date']}, {doc.get('duration_s', '?')} s",
-        f"- Runs: {p['repetitions']} repetition(s) × {p['seconds']} s per run, "
-        "variants interleaved (order rotated per configuration); medians over repetitions",
+        f"- Runs: {p['repetitions']} repetition(s) × "
+        + (f"{p['seconds']} s per run" if p.get("seconds") is not None else "fixed work per run")
+        + ", variants interleaved (order rotated per configuration); medians over repetitions",
     ]
     if p.get("constants"):
         lines.append("- Constants: " + ", ".join(f"{k}={v}" for k, v in p["constants"].items()))
@@ -334,11 +339,204 @@ def section_alloc(doc: dict, out: Output) -> list[str]:
     return lines
 
 
+# ---- trace ----------------------------------------------------------------------------------
+
+
+def fmt_bytes(n: float) -> str:
+    for scale, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= scale:
+            return f"{n / scale:.3g} {suffix}"
+    return f"{n:.0f} B"
+
+
+def file_size_median(doc: dict, variant: str, config: dict, key: str) -> float | None:
+    sizes = [
+        r["file_sizes"][key]
+        for r in doc["runs"]
+        if r["variant"] == variant
+        and r["config"] == config
+        and r.get("file_sizes", {}).get(key) is not None
+    ]
+    return statistics.median(sizes) if sizes else None
+
+
+def figure_trace(doc: dict, out: Output, baseline: str) -> Path:
+    variants = variant_names(doc)
+    configs = configs_where(doc, {})
+    axes = list(doc["parameters"]["axes"])
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.6 + 1.6 * len(configs) * len(variants)), 4.2))
+    width = 0.8 / len(variants)
+    top = 0.0
+    for i, v in enumerate(variants):
+        xs, med, lo, hi, shown = [], [], [], [], []
+        for k, c in enumerate(configs):
+            m = median_of(doc, v, c)
+            if not m:
+                continue
+            shown.append((c, m["max"]))
+            xs.append(k + (i - (len(variants) - 1) / 2) * width)
+            med.append(m["median"])
+            lo.append(m["median"] - m["min"])
+            hi.append(m["max"] - m["median"])
+            top = max(top, m["max"])
+        bars = ax.bar(
+            xs,
+            med,
+            width,
+            yerr=[lo, hi],
+            capsize=2,
+            label=v,
+            color=COLORS.get(v),
+            error_kw={"elinewidth": 0.8},
+        )
+        for bar, (c, high) in zip(bars, shown, strict=True):
+            r = paired_ratio(doc, v, baseline, c) if v != baseline else None
+            if r is not None:  # above the whisker
+                ax.annotate(
+                    fmt_ratio(r),
+                    (bar.get_x() + bar.get_width() / 2, high),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                )
+    for tg in doc.get("targets", []):
+        if tg["baseline"] != baseline:
+            continue
+        for k, c in enumerate(configs):
+            b = median_of(doc, baseline, c)
+            if b and all(c.get(a) == w for a, w in tg.get("where", {}).items()):
+                y = b["median"] * tg["min_ratio"]
+                ax.hlines(y, k - 0.45, k + 0.45, colors="#444444", linestyles="dashed", lw=0.8)
+                ax.annotate(
+                    f"target {tg['min_ratio']}× {baseline}",
+                    (k - 0.45, y),
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                    ha="left",
+                    va="bottom",
+                    fontsize=7,
+                    color="#444444",
+                )
+    ax.set_ylim(0, top * 1.18 if top else 1)
+    ax.set_xlim(-0.6, len(configs) - 0.4)
+    ax.set_xticks(
+        range(len(configs)),
+        [", ".join(f"{a}={c[a]}" for a in axes) for c in configs],
+    )
+    ax.set_ylabel(doc["parameters"]["metric"].get("unit", "operations/s"))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: fmt_rate(y)))
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("hashmap workload: tracing overhead", fontsize=10)
+    sha = doc["commit"].get("sha", "?")[:10]
+    fig.text(
+        0.5,
+        0.005,
+        f"median of {doc['parameters']['repetitions']} interleaved runs, whiskers min-max, "
+        f"labels: ratio to {baseline}; commit {sha}",
+        ha="center",
+        va="bottom",
+        fontsize=7,
+        color="#444444",
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out.figures.mkdir(parents=True, exist_ok=True)
+    path = out.figures / "trace.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def section_trace(doc: dict, out: Output) -> list[str]:
+    p = doc["parameters"]
+    variants = variant_names(doc)
+    by_name = {v["name"]: v for v in p["variants"]}
+    axes = list(p["axes"])
+    baseline = "untraced" if "untraced" in variants else variants[0]
+    configs = configs_where(doc, {})
+
+    verdicts = []
+    for tg in doc.get("targets", []):
+        for c in configs_where(doc, tg.get("where", {})):
+            for v in tg["variants"]:
+                r = paired_ratio(doc, v, tg["baseline"], c)
+                ok = r is not None and r >= tg["min_ratio"]
+                shown = ", ".join(f"{a}={c[a]}" for a in axes)
+                verdicts.append(
+                    [tg["text"], shown, fmt_ratio(r), "**met**" if ok else "**missed**"]
+                )
+
+    rows = []
+    for c in configs:
+        for v in variants:
+            m = median_of(doc, v, c)
+            if not m:
+                continue
+            r = paired_ratio(doc, v, baseline, c) if v != baseline else 1.0
+            size = file_size_median(doc, v, c, "trace_bytes")
+            rows.append(
+                [str(c[a]) for a in axes]
+                + [
+                    f"`{v}`",
+                    fmt_rate(m["median"]),
+                    f"{fmt_rate(m['min'])} – {fmt_rate(m['max'])}",
+                    fmt_ratio(r),
+                    fmt_bytes(size) if size is not None else "–",
+                ]
+            )
+
+    # A traced variant that recorded nothing would make the ratio meaningless.
+    warnings = []
+    for v in variants:
+        flags = {r["result"].get("tracing") for r in doc["runs"] if r["variant"] == v}
+        wants = 1 if "PMKIT_TRACE" in by_name[v].get("env", {}) else 0
+        if flags - {wants, None}:
+            warnings.append(
+                f"**Warning: `{v}` runs reported tracing={sorted(flags)}, expected {wants}.**"
+            )
+
+    fig = figure_trace(doc, out, baseline)
+    return [
+        "## trace: tracing overhead",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        "",
+        "Variants:",
+        "",
+        *(f"- `{v}`: {by_name[v].get('description', '')}" for v in variants),
+        "",
+        *notes(doc),
+        *([*warnings, ""] if warnings else []),
+        "### Target",
+        "",
+        "Ratio = median over repetitions of the two variants' throughputs measured back to "
+        "back in the same repetition.",
+        "",
+        *table(["target", ", ".join(axes), "ratio", "verdict"], verdicts, "llrl"),
+        "",
+        f"### Median throughput ({p['metric'].get('unit', p['metric']['field'])})",
+        "",
+        *table(
+            axes + ["variant", "median", "min – max", f"/ {baseline}", "trace size"],
+            rows,
+            "l" * (len(axes) + 1) + "rrrr",
+        ),
+        "",
+        f"![tracing overhead]({out.link(fig)})",
+    ]
+
+
 # ---- the document -------------------------------------------------------------------------
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
+    "trace": section_trace,
 }
 
 

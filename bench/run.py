@@ -3,18 +3,24 @@
 
 A benchmark folder holds a meta.json naming a binary (relative to the build
 directory), an argument template, parameter axes, constants, variants (each
-with extra arguments and environment), the metric field of the binary's
-one-line JSON output, repetitions and seconds per run. The harness runs every
-(repetition, configuration, variant) with the variants interleaved: for each
-repetition and configuration, every variant in turn, the order rotated from one
-configuration to the next, so that drift on a shared machine affects all
-variants alike and their ratios can be quoted from one run. It writes
+with extra arguments and environment, and optionally a binary of its own and
+files whose sizes to record), the metric field of the binary's one-line JSON
+output, repetitions and seconds per run (or none, for a benchmark that does a
+fixed amount of work per run; "timeout" then bounds a run). Templates are
+Python format strings over the parameters, the constants, `seconds` and
+`pool_dir` (a fresh directory per run, removed after it): in the arguments,
+in the variants' environment values and in their file paths. The harness
+runs every (repetition, configuration, variant) with the variants
+interleaved: for each repetition and configuration, every variant in turn,
+the order rotated from one configuration to the next, so that drift on a
+shared machine affects all variants alike and their ratios can be quoted
+from one run. It writes
 bench/results/<name>.json (bench/results/tmp/<name>.json with --quick) holding
 the machine, the git commit, the date, the parameters, every repetition and the
 medians. Inherited PMKIT_*, PMEM_* and PMEMOBJ_* variables are dropped so
 that only the variants' own settings apply, and a run stops without writing
-anything if the binary or its libraries in the build directory change under
-it (another build). bench/report.py turns the JSON into docs/results.md.
+anything if a variant's binary or its libraries in the build directory change
+under it (another build). bench/report.py turns the JSON into docs/results.md.
 
 Usage: python bench/run.py [NAME ...] [--quick] [--build-dir DIR] [--repetitions N]
        [--seconds S] [--pool-dir DIR]
@@ -73,7 +79,7 @@ def load_meta(name: str) -> dict:
         meta = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise HarnessError(f"{path}: invalid JSON: {e}") from e
-    for key in ("binary", "args", "metric", "axes", "variants", "repetitions", "seconds"):
+    for key in ("binary", "args", "metric", "axes", "variants", "repetitions"):
         if key not in meta:
             raise HarnessError(f"{path}: missing key {key!r}")
     return meta
@@ -85,7 +91,7 @@ def effective_params(meta: dict, args: argparse.Namespace) -> dict:
         "axes": dict(meta["axes"]),
         "constants": dict(meta.get("constants", {})),
         "repetitions": meta["repetitions"],
-        "seconds": meta["seconds"],
+        "seconds": meta.get("seconds"),  # None: a fixed amount of work per run
     }
     if args.quick:
         quick = meta.get("quick", {})
@@ -95,7 +101,7 @@ def effective_params(meta: dict, args: argparse.Namespace) -> dict:
         params["seconds"] = quick.get("seconds", params["seconds"])
     if args.repetitions is not None:
         params["repetitions"] = args.repetitions
-    if args.seconds is not None:
+    if args.seconds is not None and params["seconds"] is not None:
         params["seconds"] = args.seconds
     return params
 
@@ -110,6 +116,26 @@ def expand(template: list[str], values: dict) -> list[str]:
         return [str(a).format(**values) for a in template]
     except KeyError as e:
         raise HarnessError(f"argument template names unknown parameter {e}") from None
+
+
+def expand_env(env: dict, values: dict) -> dict:
+    try:
+        return {k: str(v).format(**values) for k, v in env.items()}
+    except KeyError as e:
+        raise HarnessError(f"environment template names unknown parameter {e}") from None
+
+
+def file_sizes(files: dict, values: dict) -> dict:
+    """Size in bytes of each file a variant names (None if missing), e.g. a trace."""
+    out = {}
+    for key, template in files.items():
+        try:
+            out[key] = Path(str(template).format(**values)).stat().st_size
+        except KeyError as e:
+            raise HarnessError(f"file template names unknown parameter {e}") from None
+        except OSError:
+            out[key] = None
+    return out
 
 
 def base_env() -> dict:
@@ -253,11 +279,13 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     meta = load_meta(name)
     build_dir = Path(args.build_dir).resolve()
     binary = build_dir / meta["binary"]
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        raise HarnessError(
-            f"{name}: binary {binary} not found; build it first "
-            f"(cmake --build {args.build_dir}) or pass --build-dir"
-        )
+    binaries = [binary] + [build_dir / v["binary"] for v in meta["variants"] if "binary" in v]
+    for b in binaries:
+        if not (b.is_file() and os.access(b, os.X_OK)):
+            raise HarnessError(
+                f"{name}: binary {b} not found; build it first "
+                f"(cmake --build {args.build_dir}) or pass --build-dir"
+            )
     machine = machine_info(build_dir)
     if machine.get("build_type", "") not in ("Release", "RelWithDebInfo"):
         print(
@@ -267,7 +295,8 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
             file=sys.stderr,
         )
     env0 = base_env()
-    files = build_files(binary, build_dir)
+    # Every variant's binary and the build-tree libraries each loads.
+    files = list(dict.fromkeys(f for b in binaries for f in build_files(b, build_dir)))
     built = fingerprint(files)
     commit = git_commit()
     if meta.get("info_args"):
@@ -279,10 +308,16 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     metric = meta["metric"]["field"]
     reps, seconds = params["repetitions"], params["seconds"]
     total = reps * len(configs) * len(variants)
-    timeout = 30 + 10 * (seconds + float(params["constants"].get("warmup", 0)))
+    if "timeout" in meta:
+        timeout = float(meta["timeout"])
+    elif seconds is not None:
+        timeout = 30 + 10 * (seconds + float(params["constants"].get("warmup", 0)))
+    else:
+        timeout = 600.0
+    each = f"{seconds} s" if seconds is not None else "fixed work"
     print(
         f"run.py: {name}: {reps} repetitions x {len(configs)} configurations x "
-        f"{len(variants)} variants = {total} runs of {seconds} s",
+        f"{len(variants)} variants = {total} runs of {each}",
         file=sys.stderr,
     )
 
@@ -305,21 +340,23 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                     }
                     vbinary = build_dir / variant["binary"] if "binary" in variant else binary
                     cmd = [str(vbinary), *variant.get("args", []), *expand(meta["args"], values)]
-                    env = {**env0, **variant.get("env", {})}
+                    env = {**env0, **expand_env(variant.get("env", {}), values)}
                     result = run_once(cmd, env, timeout)
+                    sizes = file_sizes(variant.get("file_sizes", {}), values)
                 finally:
                     shutil.rmtree(pool_dir, ignore_errors=True)
                 if metric not in result:
                     raise RunError(f"{' '.join(cmd)}: output lacks the field {metric!r}")
-                runs.append(
-                    {
-                        "repetition": rep,
-                        "order": order,
-                        "config": config,
-                        "variant": variant["name"],
-                        "result": result,
-                    }
-                )
+                record = {
+                    "repetition": rep,
+                    "order": order,
+                    "config": config,
+                    "variant": variant["name"],
+                    "result": result,
+                }
+                if sizes:
+                    record["file_sizes"] = sizes
+                runs.append(record)
                 done += 1
                 shown = " ".join(f"{k}={v}" for k, v in config.items())
                 progress(
