@@ -41,6 +41,8 @@ COLORS = {
     "untraced": "#1f5fa8",
     "traced-off": "#6baed6",
     "traced": "#d95f02",
+    "in-process": "#1f5fa8",
+    "command": "#d95f02",
 }
 
 
@@ -531,12 +533,108 @@ def section_trace(doc: dict, out: Output) -> list[str]:
     ]
 
 
+def figure_explore(doc: dict, out: Output) -> Path:
+    variants = variant_names(doc)
+    configs = configs_where(doc, {})
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        xs, med, lo, hi = [], [], [], []
+        for k, c in enumerate(configs):
+            m = median_of(doc, v, c)
+            if m:
+                xs.append(k + (i - (len(variants) - 1) / 2) * width)
+                med.append(m["median"])
+                lo.append(m["median"] - m["min"])
+                hi.append(m["max"] - m["median"])
+        ax.bar(xs, med, width, yerr=[lo, hi], capsize=2, label=v, color=COLORS.get(v))
+    for tg in doc.get("targets", []):
+        if "min_value" in tg:
+            ax.axhline(tg["min_value"], color="#444", linestyle="--", linewidth=0.8)
+            ax.annotate(
+                f"target {tg['min_value']:,}/s", (len(configs) - 0.6, tg["min_value"]),
+                xytext=(0, 3), textcoords="offset points", ha="right", fontsize=8,
+            )  # fmt: skip
+    ax.set_xticks(range(len(configs)))
+    ax.set_xticklabels([f"{c['jobs']} job{'s' if c['jobs'] != 1 else ''}" for c in configs])
+    ax.set_ylabel("checked crash images per second")
+    ax.set_title("pmkit explore: checker throughput (KV store, 8 MiB pool, x86 model)")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = out.figures / "explore.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def section_explore(doc: dict, out: Output) -> list[str]:
+    p = doc["parameters"]
+    variants = variant_names(doc)
+    by_name = {v["name"]: v for v in p["variants"]}
+    axes = list(p["axes"])
+    configs = configs_where(doc, {})
+    verdicts = []
+    for tg in doc.get("targets", []):
+        for c in configs_where(doc, tg.get("where", {})):
+            for v in tg["variants"]:
+                m = median_of(doc, v, c)
+                ok = m is not None and m["median"] >= tg["min_value"]
+                shown = ", ".join(f"{a}={c[a]}" for a in axes)
+                got = fmt_rate(m["median"]) if m else "–"
+                verdicts.append([tg["text"], shown, got, "**met**" if ok else "**missed**"])
+    rows = []
+    for c in configs:
+        for v in variants:
+            m = median_of(doc, v, c)
+            if not m:
+                continue
+            r = paired_ratio(doc, v, "command", c) if v != "command" else None
+            rows.append(
+                [str(c[a]) for a in axes]
+                + [
+                    f"`{v}`",
+                    fmt_rate(m["median"]),
+                    f"{fmt_rate(m['min'])} – {fmt_rate(m['max'])}",
+                    fmt_ratio(r) if r is not None else "–",
+                ]
+            )
+    fig = figure_explore(doc, out)
+    return [
+        "## explore: crash-state explorer throughput",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        "",
+        "Variants:",
+        "",
+        *(f"- `{v}`: {by_name[v].get('description', '')}" for v in variants),
+        "",
+        *notes(doc),
+        "### Target",
+        "",
+        *table(["target", ", ".join(axes), "median", "verdict"], verdicts, "llrl"),
+        "",
+        f"### Median throughput ({p['metric'].get('unit', p['metric']['field'])})",
+        "",
+        *table(
+            axes + ["variant", "median", "min – max", "/ command"],
+            rows,
+            "l" * (len(axes) + 1) + "rrr",
+        ),
+        "",
+        f"![explorer throughput]({out.link(fig)})",
+    ]
+
+
 # ---- the document -------------------------------------------------------------------------
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
     "trace": section_trace,
+    "explore": section_explore,
 }
 
 

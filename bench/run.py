@@ -7,9 +7,10 @@ with extra arguments and environment, and optionally a binary of its own and
 files whose sizes to record), the metric field of the binary's one-line JSON
 output, repetitions and seconds per run (or none, for a benchmark that does a
 fixed amount of work per run; "timeout" then bounds a run). Templates are
-Python format strings over the parameters, the constants, `seconds` and
-`pool_dir` (a fresh directory per run, removed after it): in the arguments,
-in the variants' environment values and in their file paths. The harness
+Python format strings over the parameters, the constants, `seconds`,
+`build_dir` and `pool_dir` (a fresh directory per run, removed after it): in
+the arguments (the variants' too), in the variants' environment values and
+in their file paths. The harness
 runs every (repetition, configuration, variant) with the variants
 interleaved: for each repetition and configuration, every variant in turn,
 the order rotated from one configuration to the next, so that drift on a
@@ -337,9 +338,11 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                         **config,
                         "seconds": seconds,
                         "pool_dir": pool_dir,
+                        "build_dir": str(build_dir),
                     }
                     vbinary = build_dir / variant["binary"] if "binary" in variant else binary
-                    cmd = [str(vbinary), *variant.get("args", []), *expand(meta["args"], values)]
+                    cmd = [str(vbinary), *expand(variant.get("args", []), values)]
+                    cmd += expand(meta["args"], values)
                     env = {**env0, **expand_env(variant.get("env", {}), values)}
                     result = run_once(cmd, env, timeout)
                     sizes = file_sizes(variant.get("file_sizes", {}), values)

@@ -802,7 +802,10 @@ void Engine::report(double secs) {
   for (size_t i = 0; i < warnings.size(); i++)
     js += std::string(i ? ", " : "") + jsonStr(warnings[i]);
   js += "],\n  \"result\": " + jsonStr(failed ? "failed" : "ok") + "\n}\n";
-  if (!O.json.empty()) {
+  if (O.json == "-") { /* one line, last on stdout, for tools */
+    js.erase(std::remove(js.begin(), js.end(), '\n'), js.end());
+    printf("%s\n", js.c_str());
+  } else if (!O.json.empty()) {
     FILE *f = fopen(O.json.c_str(), "w");
     if (!f)
       throw Error("cannot write " + O.json);

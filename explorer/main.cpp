@@ -54,7 +54,7 @@ const char *Usage =
     "  --save-dir DIR   where failing images go (default\n"
     "                   ./pmkit-explore-failures)\n"
     "  --max-reports N  failures reported in full (default 3)\n"
-    "  --json FILE      also write the report as JSON\n"
+    "  --json FILE      also write the report as JSON (-: one line on stdout)\n"
     "  --progress / --no-progress   progress bar (default: on a terminal)\n"
     "  --dump           print the trace's events, one per line, and stop\n";
 

@@ -225,9 +225,13 @@ static int kv_recover(struct kv *kv, char *why, size_t wn) {
 }
 
 /* Open a pool and recover it. 0, or -1 with the reason in `why`. */
-static int kv_open(const char *path, struct kv *kv, char *why, size_t wn) {
+/* Open the pool at path, or attach the image mapped at base (the explorer's
+ * in-process check), and recover. */
+static int kv_open_at(const char *path, void *base, struct kv *kv, char *why,
+                      size_t wn) {
   pmkit_pool_opts opts = {.layout = KV_LAYOUT};
-  int err = pmkit_pool_open(path, &opts, &kv->pool);
+  int err = base ? pmkit_pool_attach(base, &kv->pool)
+                 : pmkit_pool_open(path, &opts, &kv->pool);
   if (!err &&
       (err = pmkit_root(kv->pool, sizeof *kv->root, (void **)&kv->root)) != 0)
     pmkit_pool_close(kv->pool);
@@ -240,6 +244,10 @@ static int kv_open(const char *path, struct kv *kv, char *why, size_t wn) {
     return -1;
   }
   return 0;
+}
+
+static int kv_open(const char *path, struct kv *kv, char *why, size_t wn) {
+  return kv_open_at(path, NULL, kv, why, wn);
 }
 
 /* ---- the workload -------------------------------------------------------- */
@@ -509,11 +517,11 @@ static int inconsistent(const char *why) {
   return 1;
 }
 
-static int cmd_check(const char *path) {
+static int check_store(const char *path, void *base) {
   struct kv kv;
   char why[256];
   uint64_t nodes;
-  if (kv_open(path, &kv, why, sizeof why)) /* opening is the recovery */
+  if (kv_open_at(path, base, &kv, why, sizeof why)) /* opening recovers */
     return inconsistent(why);
   int err = pmkit_pool_check(kv.pool), rc = 1;
   if (err)
@@ -536,6 +544,15 @@ static int cmd_check(const char *path) {
   pmkit_pool_close(kv.pool);
   return rc;
 }
+
+/* kvstore-check.so (-DKV_CHECK_LIB): the same check for `pmkit explore
+ * --check-lib`, run on an image mapped at its base address. */
+#ifdef KV_CHECK_LIB
+__attribute__((visibility("default"))) int pmkit_check(void *pool_base) {
+  return check_store(NULL, pool_base);
+}
+#else
+static int cmd_check(const char *path) { return check_store(path, NULL); }
 
 /* ---- command line ----------------------------------------------------------
  */
@@ -603,3 +620,4 @@ int main(int argc, char **argv) {
   fputs(usage, stderr);
   return 2;
 }
+#endif /* KV_CHECK_LIB */
