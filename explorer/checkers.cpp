@@ -216,11 +216,18 @@ public:
     r.id = job.id;
     std::string cmd = commandFor(paths);
     int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    std::string readTrace = log + ".trace";
+    if (O.traceReads)
+      unlink(readTrace.c_str());
     pid_t pid = fork();
     if (pid < 0)
       throw Error(std::string("fork: ") + strerror(errno));
     if (pid == 0) {
       setpgid(0, 0);
+      if (O.traceReads)
+        setenv("PMKIT_TRACE", readTrace.c_str(), 1);
+      else
+        unsetenv("PMKIT_TRACE");
       if (out >= 0) {
         dup2(out, 1);
         dup2(out, 2);
@@ -259,6 +266,19 @@ public:
     r.ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     r.cannotRun =
         WIFEXITED(st) && (WEXITSTATUS(st) == 127 || WEXITSTATUS(st) == 126);
+    if (O.traceReads && access(readTrace.c_str(), R_OK) == 0) {
+      try {
+        Trace ct(readTrace);
+        for (const Event &e : ct.events)
+          if (e.kind == PMKIT_EV_LOAD) {
+            for (uint64_t a = e.addr & ~7ull; a < e.addr + e.length(); a += 8)
+              r.reads.push_back(a);
+            r.readsKnown = true;
+          }
+      } catch (const Error &) {
+        /* a checker that crashed leaves a partial trace: reads unknown */
+      }
+    }
     return r;
   }
 

@@ -170,6 +170,18 @@ private:
   uint64_t perPoint = 0; // images per crash point, from the budget
   std::vector<Failure> failures;
 
+  // --robustness: images no strict-persistency execution produces, by the
+  // pair of writes (lost, later kept) that shows it.
+  struct Violation {
+    uint32_t lostEv, keptEv;
+    uint64_t images = 0;
+    size_t pos = 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Violation> violations;
+  uint64_t nonRobust = 0, robustChecked = 0, wholeImage = 0;
+  void robustness(const JobInfo &info, const Result &r);
+  std::string violationText(const Violation &v) const;
+
   // Checker slots and the job queue.
   std::vector<std::unique_ptr<Checker>> slots;
   std::mutex mu;
@@ -432,6 +444,8 @@ void Engine::collect(bool all) {
     JobInfo info = std::move(inflight[r.id]);
     inflight.erase(r.id);
     checked++;
+    if (O.robustness)
+      robustness(info, r);
     if (r.cannotRun)
       throw Error("the checker could not run (" + r.status + ")" +
                   (r.output.empty() ? "" : ": " + r.output));
@@ -523,6 +537,100 @@ void Engine::generate(size_t point, size_t pos) {
     JobInfo info{point, pos, std::move(cs)};
     submit(info);
   }
+}
+
+// Is the image one some prefix of the recorded order produces, on the units
+// the checker read (all written units if it recorded no reads)? A prefix
+// ending at p keeps exactly the writes before p, so the image needs p after
+// every kept write and at or before every lost one; it fails when a kept
+// write comes after a lost one.
+void Engine::robustness(const JobInfo &info, const Result &r) {
+  robustChecked++;
+  std::unordered_map<uint32_t, uint32_t> dev;
+  for (const Choice &c : info.choices)
+    dev[c.ui] = c.k;
+  const uint32_t none = UINT32_MAX;
+  uint32_t lostEv = none, keptEv = none;
+  auto consider = [&](uint32_t ui) {
+    const Unit &u = units[ui];
+    uint32_t n =
+        (uint32_t)(std::lower_bound(
+                       u.hist.begin(), u.hist.end(), info.pos,
+                       [](const Piece &p, size_t pos) { return p.ev < pos; }) -
+                   u.hist.begin());
+    if (!n)
+      return;
+    auto it = dev.find(ui);
+    uint32_t k = it == dev.end() ? n : it->second;
+    if (k > 0 && (keptEv == none || u.hist[k - 1].ev > keptEv))
+      keptEv = u.hist[k - 1].ev;
+    if (k < n && (lostEv == none || u.hist[k].ev < lostEv))
+      lostEv = u.hist[k].ev;
+  };
+  if (r.readsKnown) {
+    std::set<uint64_t> seenUnits;
+    for (uint64_t a : r.reads) {
+      uint64_t ua = a & ~(uint64_t)(U - 1);
+      if (!seenUnits.insert(ua).second)
+        continue;
+      auto it = index.find(ua);
+      if (it != index.end())
+        consider(it->second);
+    }
+  } else {
+    wholeImage++;
+    for (const Choice &c : info.choices)
+      consider(c.ui);
+    // The latest write before the crash to a unit the image keeps whole.
+    for (size_t i = info.pos; i-- > 0 && keptEv == none;) {
+      const Event &e = T.events[i];
+      if (!e.writes())
+        continue;
+      uint64_t len = e.length();
+      for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + len; a += U) {
+        auto it = index.find(a);
+        if (it != index.end() && !dev.count(it->second)) {
+          consider(it->second);
+          break;
+        }
+      }
+      if (keptEv != none && lostEv != none && keptEv < lostEv)
+        return; // the latest kept write precedes every lost one: robust
+    }
+  }
+  if (lostEv == none || keptEv == none || keptEv < lostEv)
+    return;
+  nonRobust++;
+  const Event &a = T.events[lostEv], &b = T.events[keptEv];
+  auto key = std::make_pair(a.loc ? a.loc : lostEv, b.loc ? b.loc : keptEv);
+  auto [it, fresh] = violations.try_emplace(key, Violation{lostEv, keptEv});
+  if (fresh)
+    it->second.pos = info.pos;
+  it->second.images++;
+}
+
+std::string Engine::violationText(const Violation &v) const {
+  const Event &a = T.events[v.lostEv], &b = T.events[v.keptEv];
+  std::string A = T.locText(a.loc) + " (thread " + std::to_string(a.tid) + ")";
+  std::string B = T.locText(b.loc) + " (thread " + std::to_string(b.tid) + ")";
+  if (v.lostEv == v.keptEv)
+    return "the " + std::string(kindName(a.kind)) + " of " +
+           std::to_string(a.length()) + " bytes at " + A +
+           " can persist in part: split it, or make its parts independent";
+  // Did the writer flush the line after the lost write, before the later
+  // one? Then only a fence was missing.
+  bool flushed = false;
+  uint64_t line = a.addr & ~63ull;
+  for (uint32_t i = v.lostEv + 1; i < v.keptEv && !flushed; i++) {
+    const Event &e = T.events[i];
+    flushed =
+        e.kind == PMKIT_EV_FLUSH && e.tid == a.tid && (e.addr & ~63ull) == line;
+  }
+  return "the " + std::string(kindName(a.kind)) + " at " + A +
+         " can be lost while the later " + kindName(b.kind) + " at " + B +
+         " persisted: it needs " +
+         (flushed ? "a fence" : "a flush and a fence") + " before " +
+         (a.tid == b.tid ? "the later one" : "the other thread's store");
 }
 
 std::string Engine::operationAt(size_t pos) const {
@@ -682,7 +790,7 @@ int Engine::run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   report(secs);
-  return failed ? 1 : 0;
+  return failed || nonRobust ? 1 : 0;
 }
 
 void Engine::report(double secs) {
@@ -792,16 +900,55 @@ void Engine::report(double secs) {
   if (failed > failures.size())
     printf("\n(%llu more failing images not shown)\n",
            (unsigned long long)(failed - failures.size()));
+  js += "\n  ],\n  \"robustness\": ";
+  if (!O.robustness) {
+    js += "null";
+  } else {
+    printf("\nrobustness: %llu of %llu images no strict-persistency execution "
+           "produces (judged on %s)\n",
+           (unsigned long long)nonRobust, (unsigned long long)robustChecked,
+           wholeImage ? "the whole image: the checker recorded no reads"
+                      : "the locations the checker read");
+    std::vector<const Violation *> vs;
+    for (auto &[k, v] : violations)
+      vs.push_back(&v);
+    std::sort(vs.begin(), vs.end(), [](const Violation *x, const Violation *y) {
+      return x->images > y->images;
+    });
+    js += "{\"images\": " + std::to_string(robustChecked) +
+          ", \"violating\": " + std::to_string(nonRobust) +
+          ", \"whole_image\": " + (wholeImage ? "true" : "false") +
+          ", \"violations\": [";
+    for (size_t i = 0; i < vs.size(); i++) {
+      std::string text = violationText(*vs[i]);
+      if (i < 20)
+        printf("  %s [%llu image%s; first crash %s]\n", text.c_str(),
+               (unsigned long long)vs[i]->images, vs[i]->images == 1 ? "" : "s",
+               describePoint(vs[i]->pos).c_str());
+      js += std::string(i ? ", " : "") + "{\"text\": " + jsonStr(text) +
+            ", \"lost\": " + jsonStr(T.locText(T.events[vs[i]->lostEv].loc)) +
+            ", \"kept\": " + jsonStr(T.locText(T.events[vs[i]->keptEv].loc)) +
+            ", \"images\": " + std::to_string(vs[i]->images) + "}";
+    }
+    if (vs.size() > 20)
+      printf("  (%zu more pairs in the JSON report)\n", vs.size() - 20);
+    js += "]}";
+  }
   if (failed)
     printf("\nresult: FAILED: %llu of %llu crash images are inconsistent\n",
            (unsigned long long)failed, (unsigned long long)checked);
+  else if (nonRobust)
+    printf("\nresult: FAILED: all %llu crash images are consistent, but %llu "
+           "are not robust\n",
+           (unsigned long long)checked, (unsigned long long)nonRobust);
   else
     printf("\nresult: ok: all %llu crash images are consistent\n",
            (unsigned long long)checked);
-  js += "\n  ],\n  \"warnings\": [";
+  js += ",\n  \"warnings\": [";
   for (size_t i = 0; i < warnings.size(); i++)
     js += std::string(i ? ", " : "") + jsonStr(warnings[i]);
-  js += "],\n  \"result\": " + jsonStr(failed ? "failed" : "ok") + "\n}\n";
+  js += "],\n  \"result\": " + jsonStr(failed || nonRobust ? "failed" : "ok") +
+        "\n}\n";
   if (O.json == "-") { /* one line, last on stdout, for tools */
     js.erase(std::remove(js.begin(), js.end(), '\n'), js.end());
     printf("%s\n", js.c_str());

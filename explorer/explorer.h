@@ -44,7 +44,8 @@ struct Event {
            kind == PMKIT_EV_RMW || kind == PMKIT_EV_MEMSET;
   }
   uint64_t length() const {
-    if (kind == PMKIT_EV_MEMSET || (writes() && size == 0))
+    if (kind == PMKIT_EV_MEMSET ||
+        ((writes() || kind == PMKIT_EV_LOAD) && size == 0))
       return arg;
     return size;
   }
@@ -139,6 +140,10 @@ struct Result {
   bool cannotRun = false; // the checker could not start (exit 2 overall)
   std::string status;     // "exit 1", "signal 11", "timed out after 10 s"
   std::string output;     // first lines of the checker's output
+  // --robustness: the pool addresses the checker read (from its trace, if
+  // it was built with --trace-loads); readsKnown false: it recorded none.
+  std::vector<uint64_t> reads;
+  bool readsKnown = false;
 };
 
 struct CheckerOptions {
@@ -147,6 +152,7 @@ struct CheckerOptions {
   std::string self;    // path of this executable (fork server)
   std::string workDir;
   double timeout = 10;
+  bool traceReads = false; // run the command with PMKIT_TRACE to learn reads
 };
 
 // One checker instance (one per job slot): keeps its own copy of the pool

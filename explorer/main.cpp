@@ -56,7 +56,12 @@ const char *Usage =
     "  --max-reports N  failures reported in full (default 3)\n"
     "  --json FILE      also write the report as JSON (-: one line on stdout)\n"
     "  --progress / --no-progress   progress bar (default: on a terminal)\n"
-    "  --dump           print the trace's events, one per line, and stop\n";
+    "  --dump           print the trace's events, one per line, and stop\n"
+    "  --robustness     also report images no strict-persistency execution\n"
+    "                   produces, judged on what the checker reads when it is\n"
+    "                   built with --trace --trace-loads (else on the whole\n"
+    "                   image), naming the write that needed a flush or "
+    "fence\n";
 
 struct Args {
   Options O;
@@ -108,6 +113,11 @@ Args parse(int argc, char **argv) {
     }
     if (a == "--no-progress") {
       A.O.progress = false;
+      continue;
+    }
+    if (a == "--robustness") {
+      A.O.robustness = true;
+      A.O.checker.traceReads = true;
       continue;
     }
     if (a == "--dump") {

@@ -84,10 +84,10 @@ Trace::Trace(const std::string &path) {
           throw Error(path + ": unknown event kind " + std::to_string(e.kind) +
                       at(p - sizeof e));
         if ((e.kind == PMKIT_EV_STORE || e.kind == PMKIT_EV_NTSTORE ||
-             e.kind == PMKIT_EV_RMW || e.kind == PMKIT_EV_LOAD) &&
+             e.kind == PMKIT_EV_RMW) &&
             e.size == 0) {
           uint64_t pad = (e.arg + 7) & ~7ull;
-          if (e.kind == PMKIT_EV_LOAD || pad > q - p)
+          if (pad > q - p)
             throw Error(path + ": bad payload length" + at(p - sizeof e));
           ev.data = d + p;
           p += pad;

@@ -52,6 +52,9 @@ void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
 void __pmkit_trace_memset(void *addr, int byte, uint64_t len, uint32_t loc);
 void __pmkit_trace_load(const void *addr, uint64_t val, uint32_t size,
                         uint32_t loc);
+/* A read by a library call (memcmp, strcmp, a memcpy's source): len bytes,
+ * or a NUL-terminated string if len is 0. Only with -pmkit-trace-loads. */
+void __pmkit_trace_read(const void *addr, uint64_t len, uint32_t loc);
 /* A flush of the line holding addr (kind: PMKIT_FLUSH_* of pmkit.h). Called
  * for every flush, PM or not. */
 void __pmkit_trace_flush(const void *addr, uint32_t kind, uint32_t loc);

@@ -85,7 +85,9 @@ enum {
   PMKIT_EV_FLUSH = 5,
   /* A fence; aux = PMKIT_FENCE_* below. addr and arg are 0. */
   PMKIT_EV_FENCE = 6,
-  /* A load of `size` bytes (value in arg); only if PMKIT_TRACE_F_LOADS. */
+  /* A load of `size` bytes (value in arg); size 0: a read of `arg` bytes by
+   * a library call (memcmp, strcmp, ...), with no value and no payload.
+   * Only in programs built to trace loads. */
   PMKIT_EV_LOAD = 7,
   /* pmkit_mark_begin/end: arg is the id of the name (a STRING record). */
   PMKIT_EV_MARK_BEGIN = 8,

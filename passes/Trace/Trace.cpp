@@ -170,8 +170,8 @@ private:
   LLVMContext &Ctx;
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void, *IntPtr;
-  FunctionCallee FStore, FNTStore, FWrite, FMemset, FLoad, FFlush, FFence,
-      FAtomicBegin, FAtomicEnd, FLocs;
+  FunctionCallee FStore, FNTStore, FWrite, FMemset, FLoad, FRead, FFlush,
+      FFence, FAtomicBegin, FAtomicEnd, FLocs;
   GlobalVariable *Lo = nullptr, *Hi = nullptr;
   // Locations of this module: id -> text, in first-use order.
   SmallVector<std::pair<uint32_t, std::string>, 64> Locs;
@@ -187,6 +187,7 @@ private:
   void instrumentLoad(LoadInst *LI);
   void instrumentAtomic(Instruction *I, Value *Addr);
   void instrumentMem(CallBase *CB);
+  void instrumentRead(CallBase *CB, Value *Ptr, Value *Len);
   void instrumentFlush(CallBase *CB, Value *Addr, uint32_t Kind);
   void instrumentFence(Instruction *I, uint32_t Kind, bool After);
   void emitLocTable();
@@ -202,6 +203,7 @@ void Tracer::declareRuntime() {
   FMemset =
       M.getOrInsertFunction("__pmkit_trace_memset", Void, Ptr, I32, I64, I32);
   FLoad = M.getOrInsertFunction("__pmkit_trace_load", Void, Ptr, I64, I32, I32);
+  FRead = M.getOrInsertFunction("__pmkit_trace_read", Void, Ptr, I64, I32);
   FFlush = M.getOrInsertFunction("__pmkit_trace_flush", Void, Ptr, I32, I32);
   FFence = M.getOrInsertFunction("__pmkit_trace_fence", Void, I32, I32);
   FAtomicBegin = M.getOrInsertFunction("__pmkit_trace_atomic_begin", I32, Ptr);
@@ -385,6 +387,19 @@ void Tracer::instrumentMem(CallBase *CB) {
   ++NumMemIntrinsics;
 }
 
+// A read done by a library call (memcmp, strcmp, the source of memcpy):
+// Len bytes, or a NUL-terminated string if Len is null.
+void Tracer::instrumentRead(CallBase *CB, Value *P, Value *Len) {
+  if (neverPM(P))
+    return;
+  uint32_t Loc = locOf(CB);
+  Instruction *Then = guard(CB, P);
+  IRBuilder<> B(Then);
+  B.CreateCall(FRead, {P, Len ? B.CreateZExtOrTrunc(Len, I64) : B.getInt64(0),
+                       B.getInt32(Loc)});
+  ++NumLoads;
+}
+
 void Tracer::instrumentFlush(CallBase *CB, Value *Addr, uint32_t Kind) {
   IRBuilder<> B(CB);
   B.CreateCall(FFlush, {Addr, B.getInt32(Kind), B.getInt32(locOf(CB))});
@@ -478,6 +493,10 @@ bool Tracer::run() {
         case Intrinsic::memcpy:
         case Intrinsic::memcpy_inline:
         case Intrinsic::memmove:
+          if (TraceLoads)
+            instrumentRead(CB, CB->getArgOperand(1), CB->getArgOperand(2));
+          instrumentMem(CB);
+          continue;
         case Intrinsic::memset:
         case Intrinsic::memset_inline:
           instrumentMem(CB);
@@ -504,8 +523,27 @@ bool Tracer::run() {
         }
         StringRef N = Callee->getName();
         if ((N == "memcpy" || N == "memmove" || N == "memset") &&
-            CB->arg_size() == 3)
+            CB->arg_size() == 3) {
+          if (TraceLoads && N != "memset")
+            instrumentRead(CB, CB->getArgOperand(1), CB->getArgOperand(2));
           instrumentMem(CB);
+        } else if (TraceLoads) {
+          // Library functions that read PM the pass cannot see into.
+          if ((N == "memcmp" || N == "bcmp") && CB->arg_size() == 3) {
+            instrumentRead(CB, CB->getArgOperand(0), CB->getArgOperand(2));
+            instrumentRead(CB, CB->getArgOperand(1), CB->getArgOperand(2));
+          } else if (N == "strncmp" && CB->arg_size() == 3) {
+            instrumentRead(CB, CB->getArgOperand(0), nullptr);
+            instrumentRead(CB, CB->getArgOperand(1), nullptr);
+          } else if (N == "strcmp" && CB->arg_size() == 2) {
+            instrumentRead(CB, CB->getArgOperand(0), nullptr);
+            instrumentRead(CB, CB->getArgOperand(1), nullptr);
+          } else if ((N == "strlen" || N == "strdup") && CB->arg_size() == 1) {
+            instrumentRead(CB, CB->getArgOperand(0), nullptr);
+          } else if ((N == "strcpy" || N == "stpcpy") && CB->arg_size() == 2) {
+            instrumentRead(CB, CB->getArgOperand(1), nullptr);
+          }
+        }
         continue;
       } else {
         continue;

@@ -304,6 +304,19 @@ void __pmkit_trace_load(const void *addr, uint64_t val, uint32_t size,
   record(PMKIT_EV_LOAD, addr, val, (uint8_t)size, 0, loc);
 }
 
+void __pmkit_trace_read(const void *addr, uint64_t len, uint32_t loc) {
+  if (!active || !in_pools(addr))
+    return;
+  if (len == 0) { /* a string: up to its NUL, within the pool */
+    pmkit_pool *p = pmkit_pool_of(addr);
+    if (!p)
+      return;
+    uintptr_t end = (uintptr_t)pmkit_pool_base(p) + pmkit_pool_size(p);
+    len = strnlen(addr, end - (uintptr_t)addr) + 1;
+  }
+  record(PMKIT_EV_LOAD, addr, len, 0, 0, loc);
+}
+
 void __pmkit_trace_flush(const void *addr, uint32_t kind, uint32_t loc) {
   if (!active || !__pmkit_maybe_pm(addr) || !in_pools(addr))
     return;

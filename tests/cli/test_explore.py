@@ -131,10 +131,7 @@ def test_program_that_hangs(run):
     assert r.returncode == 2 and "did not finish within 1 s" in r.stderr
 
 
-def test_cc_trace_builds_an_explorable_program(run, shm, tmp_path):
-    src = tmp_path / "flag.c"
-    src.write_text(
-        """
+FLAG_C = """
 #include <pmkit/pmkit.h>
 #include <string.h>
 struct root { unsigned long flag; char msg[8]; };
@@ -156,7 +153,11 @@ int main(int argc, char **argv) {
   return pmkit_pool_close(p);
 }
 """
-    )
+
+
+def test_cc_trace_builds_an_explorable_program(run, shm, tmp_path):
+    src = tmp_path / "flag.c"
+    src.write_text(FLAG_C)
     verdicts = {}
     for variant, defs in (("fixed", []), ("buggy", ["-DBUG"])):
         exe = tmp_path / variant
@@ -173,3 +174,27 @@ int main(int argc, char **argv) {
             assert "flag.c:" in r.stdout, r.stdout  # the lost store, by source line
             assert "reproduce:" in r.stdout
     assert verdicts == {"fixed": 0, "buggy": 1}
+
+
+def test_robustness_names_the_store_that_needs_a_flush(run, shm, tmp_path):
+    """With a checker that records its reads, --robustness flags the buggy build (even on images
+    the checker happens to accept) and names the unflushed store; the fixed build is robust."""
+    src = tmp_path / "flag.c"
+    src.write_text(FLAG_C)
+    out = {}
+    for variant, defs in (("fixed", []), ("buggy", ["-DBUG"])):
+        exe = tmp_path / variant
+        r = run("cc", "--trace", "--trace-loads", "-O1", *defs, str(src), "-o", str(exe))
+        assert r.returncode == 0, r.stderr
+        pool = shm / f"{variant}.pool"
+        pool.unlink(missing_ok=True)
+        out[variant] = explore(
+            run, "--robustness", "--save-dir", str(tmp_path / f"{variant}-failures"),
+            "--check", f"{exe} check {{pool}}", "--", str(exe), str(pool),
+        )  # fmt: skip
+    fixed, buggy = out["fixed"], out["buggy"]
+    assert fixed.returncode == 0, fixed.stdout
+    assert "robustness: 0 of" in fixed.stdout and "the checker read" in fixed.stdout
+    assert buggy.returncode == 1
+    line = next(i for i, t in enumerate(FLAG_C.splitlines(), 1) if "strcpy" in t)
+    assert f"flag.c:{line}:" in buggy.stdout and "needs a flush and a fence" in buggy.stdout
