@@ -240,23 +240,7 @@ public:
     }
     if (out >= 0)
       close(out);
-    int st = 0;
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pfd >= 0) {
-      struct pollfd p = {pfd, POLLIN, 0};
-      int n;
-      do
-        n = poll(&p, 1, (int)(O.timeout * 1000));
-      while (n < 0 && errno == EINTR);
-      close(pfd);
-      if (n == 0) {
-        kill(-pid, SIGKILL);
-        kill(pid, SIGKILL);
-        r.timedOut = true;
-      }
-    }
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-      ;
+    int st = waitWithTimeout(pid, O.timeout, &r.timedOut);
     r.output = head(log);
     if (r.timedOut) {
       r.status = "timed out after " + std::to_string((int)O.timeout) + " s";
@@ -419,6 +403,28 @@ CheckFn loadCheck(const std::string &lib) {
 }
 
 } // namespace
+
+int waitWithTimeout(pid_t pid, double timeout, bool *timedOut) {
+  *timedOut = false;
+  int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pfd >= 0) {
+    struct pollfd p = {pfd, POLLIN, 0};
+    int n;
+    do
+      n = poll(&p, 1, (int)(timeout * 1000));
+    while (n < 0 && errno == EINTR);
+    close(pfd);
+    if (n == 0) {
+      kill(-pid, SIGKILL); /* its process group (the child called setpgid) */
+      kill(pid, SIGKILL);
+      *timedOut = true;
+    }
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return st;
+}
 
 std::unique_ptr<Checker> makeChecker(const Trace &T, const CheckerOptions &O,
                                      unsigned slot) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <sys/types.h>
 #include <unordered_map>
 #include <vector>
 
@@ -171,6 +172,9 @@ std::unique_ptr<Checker> makeChecker(const Trace &T, const CheckerOptions &O,
                                      unsigned slot);
 // The fork server's main (pmkit-explore --fork-server ...).
 int forkServerMain(int argc, char **argv);
+// Waits for a child (which called setpgid(0, 0)) for at most `timeout`
+// seconds, killing its process group when time runs out; its wait status.
+int waitWithTimeout(pid_t pid, double timeout, bool *timedOut);
 // Maps an image file at its base and runs a check library on it once.
 int runCheckLib(const std::string &lib, const std::string &image);
 

@@ -221,23 +221,8 @@ void record(const std::vector<std::string> &prog, const std::string &trace,
             strerror(errno));
     _exit(127);
   }
-  int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  bool timedOut = false;
-  if (pfd >= 0) {
-    struct pollfd p = {pfd, POLLIN, 0};
-    int n;
-    do
-      n = poll(&p, 1, (int)(timeout * 1000));
-    while (n < 0 && errno == EINTR);
-    close(pfd);
-    if (n == 0) {
-      kill(-pid, SIGKILL);
-      timedOut = true;
-    }
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
+  bool timedOut;
+  int st = waitWithTimeout(pid, timeout, &timedOut);
   std::string name = prog[0];
   if (timedOut)
     throw Error(name + " did not finish within " +
