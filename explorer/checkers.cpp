@@ -146,9 +146,16 @@ public:
 private:
   const Trace &T;
   size_t at = 0;
+  // Back to the initial images: drop every page, then copy in the data.
   void reset() {
-    for (Mem &m : mems)
-      memcpy(m.map, m.pool->image.data(), m.pool->size);
+    for (Mem &m : mems) {
+      if (fallocate(m.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                    (off_t)m.pool->size) != 0)
+        memset(m.map, 0, m.pool->size);
+      for (uint64_t pg : m.pool->pages)
+        memcpy(m.map + pg * PMKIT_TRACE_PAGE,
+               m.pool->image.data() + pg * PMKIT_TRACE_PAGE, PMKIT_TRACE_PAGE);
+    }
     at = 0;
   }
 };
@@ -173,7 +180,23 @@ void writeImageFile(const Images::Mem &m, const std::vector<Dev> &devs,
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw Error("cannot write " + path + ": " + strerror(errno));
-  writeAll(fd, m.map, m.pool->size, 0);
+  if (ftruncate(fd, (off_t)m.pool->size) != 0)
+    throw Error("cannot size " + path + ": " + strerror(errno));
+  // Only the memfd's data extents: the file stays sparse like the pool.
+  for (off_t off = 0; off < (off_t)m.pool->size;) {
+    off_t d = lseek(m.fd, off, SEEK_DATA);
+    if (d < 0 && errno == ENXIO)
+      break;     /* no more data */
+    if (d < 0) { /* no extent information: write the rest */
+      writeAll(fd, m.map + off, (size_t)(m.pool->size - off), off);
+      break;
+    }
+    off_t e = lseek(m.fd, d, SEEK_HOLE);
+    if (e < 0 || e > (off_t)m.pool->size)
+      e = (off_t)m.pool->size;
+    writeAll(fd, m.map + d, (size_t)(e - d), d);
+    off = e;
+  }
   applyDevs(devs, m.pool->base, m.pool->size, nullptr, fd);
   close(fd);
 }

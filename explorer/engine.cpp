@@ -135,12 +135,19 @@ public:
       bool dup = false;
       for (const PoolState &s : pools)
         dup |= s.pool->base == p.base;
-      if (!dup)
-        pools.push_back({&p, p.image});
+      if (!dup) {
+        PoolState st{&p, Buffer(p.size)};
+        for (uint64_t pg : p.pages) // only data: the rest stays zero
+          memcpy(st.cur.data() + pg * PMKIT_TRACE_PAGE,
+                 p.image.data() + pg * PMKIT_TRACE_PAGE, PMKIT_TRACE_PAGE);
+        pools.push_back(std::move(st));
+      }
     }
-    for (PoolState &s : pools)
-      for (uint64_t a = 0; a < s.pool->size; a += U)
-        H += uh(s.pool->base + a, s.cur.data() + a);
+    for (PoolState &s : pools) // zero units hash to 0: only data pages count
+      for (uint64_t pg : s.pool->pages)
+        for (uint64_t a = pg * PMKIT_TRACE_PAGE;
+             a < (pg + 1) * PMKIT_TRACE_PAGE; a += U)
+          H += uh(s.pool->base + a, s.cur.data() + a);
   }
 
   int run();
@@ -152,7 +159,7 @@ private:
   unsigned shift, U;
   struct PoolState {
     const Pool *pool;
-    std::vector<uint8_t> cur;
+    Buffer cur;
   };
   std::vector<PoolState> pools;
   std::vector<Unit> units;

@@ -60,11 +60,30 @@ struct Event {
   }
 };
 
+// Zero-filled memory backed lazily (an anonymous mapping), so a large,
+// mostly empty pool image costs what its data costs.
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(size_t n);
+  Buffer(Buffer &&o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  Buffer &operator=(Buffer &&o) noexcept;
+  ~Buffer();
+  uint8_t *data() const { return p_; }
+  size_t size() const { return n_; }
+
+private:
+  uint8_t *p_ = nullptr;
+  size_t n_ = 0;
+};
+
 struct Pool {
   uint32_t id = 0;
   std::string path;
   uint64_t base = 0, size = 0, checksum = 0, openSeq = 0;
-  std::vector<uint8_t> image; // initial image
+  Buffer image; // initial image
+  std::vector<uint64_t>
+      pages; // its non-zero pages (PMKIT_TRACE_PAGE), ascending
 };
 
 class Trace {
@@ -89,6 +108,10 @@ private:
   void *map_ = nullptr;
   size_t mapSize_ = 0;
 };
+
+// pmkit_trace_checksum of an image whose pages outside `pages` are zero.
+uint64_t sparseChecksum(const uint8_t *img, uint64_t size,
+                        const std::vector<uint64_t> &pages);
 
 // ---- models (models.cpp) --------------------------------------------------
 

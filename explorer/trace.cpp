@@ -24,6 +24,31 @@ std::string at(uint64_t off) { return " at byte " + std::to_string(off); }
 
 } // namespace
 
+Buffer::Buffer(size_t n) : n_(n) {
+  if (!n)
+    return;
+  void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    throw Error("out of memory for a " + std::to_string(n) + "-byte image");
+  p_ = (uint8_t *)m;
+}
+
+Buffer &Buffer::operator=(Buffer &&o) noexcept {
+  if (this != &o) {
+    if (p_)
+      munmap(p_, n_);
+    p_ = o.p_, n_ = o.n_;
+    o.p_ = nullptr, o.n_ = 0;
+  }
+  return *this;
+}
+
+Buffer::~Buffer() {
+  if (p_)
+    munmap(p_, n_);
+}
+
 Trace::Trace(const std::string &path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -132,17 +157,20 @@ Trace::Trace(const std::string &path) {
       pool.size = ph.size;
       pool.checksum = ph.checksum;
       pool.openSeq = ph.seq;
-      pool.image.assign(ph.size, 0);
+      pool.image = Buffer(ph.size);
       for (uint64_t i = 0; i < ph.npages; i++) {
         uint64_t pg;
         memcpy(&pg, d + p, 8);
-        if (pg >= ph.size / PMKIT_TRACE_PAGE)
-          throw Error(path + ": pool page out of range" + at(p));
+        if (pg >= ph.size / PMKIT_TRACE_PAGE ||
+            (!pool.pages.empty() && pg <= pool.pages.back()))
+          throw Error(path + ": pool page out of range or order" + at(p));
         memcpy(pool.image.data() + pg * PMKIT_TRACE_PAGE, d + p + 8,
                PMKIT_TRACE_PAGE);
+        pool.pages.push_back(pg);
         p += 8 + PMKIT_TRACE_PAGE;
       }
-      if (pmkit_trace_checksum(pool.image.data(), pool.size) != pool.checksum)
+      if (sparseChecksum(pool.image.data(), pool.size, pool.pages) !=
+          pool.checksum)
         throw Error(path + ": the initial image of pool " + pool.path +
                     " does not match its checksum");
       pools.push_back(std::move(pool));
@@ -166,6 +194,31 @@ Trace::Trace(const std::string &path) {
         events[i - 1].kind != PMKIT_EV_POOL_OPEN)
       throw Error(path + ": two events share seq " +
                   std::to_string(events[i].seq));
+}
+
+uint64_t sparseChecksum(const uint8_t *img, uint64_t size,
+                        const std::vector<uint64_t> &pages) {
+  auto powPrime = [](uint64_t n) {
+    uint64_t r = 1, b = 0x100000001b3ull;
+    for (; n; n >>= 1, b *= b)
+      if (n & 1)
+        r *= b;
+    return r;
+  };
+  const uint64_t words = PMKIT_TRACE_PAGE / 8;
+  uint64_t h = 0xcbf29ce484222325ull, next = 0; // next page not yet hashed
+  for (uint64_t pg : pages) {
+    h *= powPrime((pg - next) * words); // zero words only multiply
+    const uint8_t *w = img + pg * PMKIT_TRACE_PAGE;
+    for (uint64_t i = 0; i < words; i++) {
+      uint64_t v;
+      memcpy(&v, w + 8 * i, 8);
+      h ^= v;
+      h *= 0x100000001b3ull;
+    }
+    next = pg + 1;
+  }
+  return h * powPrime((size / PMKIT_TRACE_PAGE - next) * words);
 }
 
 Trace::~Trace() {

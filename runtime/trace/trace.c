@@ -455,6 +455,62 @@ static int page_zero(const uint64_t *w) {
   return 1;
 }
 
+static uint64_t pow_prime(uint64_t n) { /* FNV prime ^ n, mod 2^64 */
+  uint64_t r = 1, b = 0x100000001b3ull;
+  for (; n; n >>= 1, b *= b)
+    if (n & 1)
+      r *= b;
+  return r;
+}
+
+/* pmkit_trace_checksum of the pool, reading only the pages in its file's
+ * data extents (SEEK_DATA/SEEK_HOLE): a zero word only multiplies the FNV
+ * state by the prime, so a hole of n words is one multiplication by
+ * prime^n. A large, mostly empty pool costs what its data costs. Marks the
+ * non-zero pages in nonzero[] if given and returns their count in *nz. */
+static uint64_t pool_scan(pmkit_pool *p, uint8_t *nonzero, uint64_t *nz) {
+  const uint64_t words = PMKIT_TRACE_PAGE / 8, page_pow = pow_prime(words);
+  const uint64_t *img = (const uint64_t *)p->base;
+  uint64_t h = 0xcbf29ce484222325ull, npages = p->size / PMKIT_TRACE_PAGE;
+  uint64_t i = 0, count = 0;
+  while (i < npages) {
+    uint64_t data = i, hole = npages; /* the next data extent, in pages */
+    if (p->fd >= 0) {
+      off_t d = lseek(p->fd, (off_t)(i * PMKIT_TRACE_PAGE), SEEK_DATA);
+      if (d < 0 && errno == ENXIO) {
+        data = npages;
+      } else if (d >= 0) {
+        data = (uint64_t)d / PMKIT_TRACE_PAGE;
+        off_t e = lseek(p->fd, d, SEEK_HOLE);
+        if (e >= 0)
+          hole = ((uint64_t)e + PMKIT_TRACE_PAGE - 1) / PMKIT_TRACE_PAGE;
+      } /* else: no extent information; read everything */
+      if (data > npages)
+        data = npages;
+      if (hole > npages || hole <= data)
+        hole = npages;
+    }
+    h *= pow_prime((data - i) * words);
+    for (i = data; i < hole; i++) {
+      const uint64_t *pg = img + i * words;
+      if (page_zero(pg)) {
+        h *= page_pow;
+        continue;
+      }
+      for (uint64_t w = 0; w < words; w++) {
+        h ^= pg[w];
+        h *= 0x100000001b3ull;
+      }
+      if (nonzero)
+        nonzero[i] = 1;
+      count++;
+    }
+  }
+  if (nz)
+    *nz = count;
+  return h;
+}
+
 /* The POOL block with the initial image, and its POOL_OPEN event. Called
  * with the pool registered and mapped, before anything writes to it. */
 void pmk_trace_pool_open(pmkit_pool *p) {
@@ -465,14 +521,18 @@ void pmk_trace_pool_open(pmkit_pool *p) {
   static uint32_t next_id;
   const uint64_t *img = (const uint64_t *)p->base;
   uint64_t npages = p->size / PMKIT_TRACE_PAGE, nz = 0;
-  for (uint64_t i = 0; i < npages; i++)
-    nz += !page_zero(img + i * (PMKIT_TRACE_PAGE / 8));
+  uint8_t *nonzero = calloc(npages ? npages : 1, 1);
+  if (!nonzero) {
+    pthread_mutex_unlock(&file_lock);
+    fprintf(stderr, "pmkit: trace: out of memory; stopping the trace\n");
+    active = 0;
+    return;
+  }
+  uint64_t sum = pool_scan(p, nonzero, &nz);
   size_t plen = strlen(p->path);
   uint64_t ppad = (plen + 7) & ~7ull;
-  pmkit_trace_pool hdr = {next_id++,  (uint32_t)plen,
-                          next_seq(), p->base,
-                          p->size,    pmkit_trace_checksum(img, p->size),
-                          nz};
+  pmkit_trace_pool hdr = {
+      next_id++, (uint32_t)plen, next_seq(), p->base, p->size, sum, nz};
   uint64_t size = sizeof hdr + ppad + nz * (8 + PMKIT_TRACE_PAGE);
   pmkit_trace_block b = {PMKIT_TB_POOL, 0, size};
   /* Streamed in pieces under file_lock: no other block can interleave,
@@ -483,13 +543,13 @@ void pmk_trace_pool_open(pmkit_pool *p) {
   write_all(&hdr, sizeof hdr);
   write_all(pathbuf, ppad);
   for (uint64_t i = 0; i < npages; i++) {
-    const uint64_t *pg = img + i * (PMKIT_TRACE_PAGE / 8);
-    if (page_zero(pg))
+    if (!nonzero[i])
       continue;
     write_all(&i, sizeof i);
-    write_all(pg, PMKIT_TRACE_PAGE);
+    write_all(img + i * (PMKIT_TRACE_PAGE / 8), PMKIT_TRACE_PAGE);
   }
   pthread_mutex_unlock(&file_lock);
+  free(nonzero);
   struct tbuf *t;
   pmkit_trace_event *e = reserve(&t, 0);
   if (e) {
@@ -501,7 +561,7 @@ void pmk_trace_pool_open(pmkit_pool *p) {
 void pmk_trace_pool_close(pmkit_pool *p) {
   if (!active)
     return;
-  record(PMKIT_EV_POOL_CLOSE, (void *)p->base,
-         pmkit_trace_checksum((const void *)p->base, p->size), 0, 0, 0);
+  record(PMKIT_EV_POOL_CLOSE, (void *)p->base, pool_scan(p, NULL, NULL), 0, 0,
+         0);
   atomic_fetch_sub(&npools, 1);
 }
