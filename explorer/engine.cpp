@@ -16,7 +16,8 @@
 // Px86 rules: clflush raises lb of the units of its line at once; clwb,
 // clflushopt and non-temporal stores raise it when their thread next
 // fences (sfence, mfence, locked instruction). Without (eadr, strict),
-// lb = n always: one image per point.
+// lb = n except for non-temporal stores not yet fenced: usually one image
+// per point.
 
 #include "explorer.h"
 
@@ -291,10 +292,13 @@ void Engine::apply(size_t i) {
       H += uh(a, c);
       u.hist.push_back(
           Piece{(uint32_t)i, (uint16_t)(lo - a), (uint16_t)(hi - lo)});
-      if (!M->volatileCaches())
-        u.lb = (uint32_t)u.hist.size();
-      else if (e.kind == PMKIT_EV_NTSTORE)
+      // A non-temporal store bypasses the cache (eADR does not cover its
+      // write-combining buffer): it persists at its thread's next fence in
+      // every model. Other writes persist at once without volatile caches.
+      if (e.kind == PMKIT_EV_NTSTORE)
         pending[e.tid].push_back({ui, (uint32_t)u.hist.size()});
+      else if (!M->volatileCaches())
+        u.lb = (uint32_t)u.hist.size();
       setUnd(ui);
     }
     if (e.kind == PMKIT_EV_RMW)
@@ -357,8 +361,8 @@ std::vector<size_t> Engine::crashPoints() {
         take = e.kind == PMKIT_EV_FENCE || e.kind == PMKIT_EV_RMW ||
                e.kind == PMKIT_EV_POOL_CLOSE ||
                (e.kind == PMKIT_EV_FLUSH && e.aux == PMKIT_FLUSH_CLFLUSH);
-      else if (pts == "stores")
-        take = e.writes();
+      else if (pts == "stores") // and fences: unfenced NT stores end there
+        take = e.writes() || e.kind == PMKIT_EV_FENCE;
       else if (pts == "marks")
         take = e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END;
       if (take)
