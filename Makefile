@@ -2,7 +2,9 @@
 # The README's two commands live here: `make demo` (the main job on the
 # bundled key-value store) and `make test` (every test, under 15 minutes on
 # 2 cores). Both run scripts/setup.sh first, which installs what is missing.
-# Longer work has its own targets: `make bench`, `make crashtest-full`.
+# Longer work has its own targets: `make bench`, `make crashtest-full`
+# (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in
+# `make test` as a CTest test).
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv/bin
@@ -12,7 +14,7 @@ CLANG_FORMAT := clang-format-16
 C_SOURCES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null)
 
 .PHONY: all setup build demo test test-runtime test-asan test-passes test-cli \
-        lint format bench crashtest-full install clean
+        lint format bench crashtest-quick crashtest-full install clean
 
 all: build
 
@@ -64,10 +66,14 @@ bench: build
 
 # Longer crash campaigns: 20000 random kills of the allocator workload and
 # every crash point of the key-value store's workload (about 10 minutes).
+crashtest-quick: build
+	$(VENV)/python bench/crashtest.py --build-dir $(BUILD)
+
 crashtest-full: build
 	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 PMKIT_CRASH_SECONDS=1800 \
 	  ctest --output-on-failure -R runtime.alloc_crash
 	MAX_POINTS=100000 SEEDS=50 examples/kvstore/crashtest.sh $(BUILD)
+	$(VENV)/python bench/crashtest.py --build-dir $(BUILD) --full
 
 install: build
 	cmake --install $(BUILD)

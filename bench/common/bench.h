@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench.h -- what a workload of the benchmark suite is written against, so
+ * that one source builds every variant. The build defines one of
+ *   BENCH_VOLATILE    DRAM (malloc), no persistence: the upper bound
+ *   BENCH_HAND_ADR    pmkit pool, hand-placed flushes and fences (PM_FLUSH,
+ *                     PM_FENCE): what the robust mode is measured against
+ *   BENCH_HAND_EADR   the same with flushes compiled out (eADR)
+ *   BENCH_PMDK        PMDK libpmemobj transactions (BENCH_TX_*, PM_TX_ADD)
+ * and the macros below compile to what that variant needs and to nothing
+ * elsewhere. Later modes are build flags too: BENCH_ROBUST strips the hand
+ * flushes (the robust pass inserts its own), and each operation is one
+ * failure-atomic function (bench_op_fn is the hook for PMKIT_FASE).
+ *
+ * A workload defines a `struct bench_workload` and BENCH_WORKLOAD(it); the
+ * driver (driver.c) parses the command line, creates or opens the pool,
+ * loads the keys, runs the threads over the seeded operation stream, counts
+ * completed operations persistently, prints one JSON line, and with
+ * `--check POOL` recovers the pool and compares what the workload reports
+ * against a replay of the stream. See bench/README.md.
+ */
+#ifndef PMKIT_BENCH_H
+#define PMKIT_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmkit/annotations.h"
+#include "pmkit/pmkit.h"
+
+#if defined(BENCH_VOLATILE) + defined(BENCH_HAND_ADR) +                        \
+        defined(BENCH_HAND_EADR) + defined(BENCH_PMDK) !=                      \
+    1
+#error                                                                         \
+    "define exactly one of BENCH_VOLATILE, BENCH_HAND_ADR, BENCH_HAND_EADR, BENCH_PMDK"
+#endif
+
+/* ---- persistence ---------------------------------------------------------
+ * PM_FLUSH(p, n): write back [p, p+n) (hand-adr only). PM_FENCE(): order the
+ * write-backs before later stores (hand-adr: sfence; hand-eadr: a compiler
+ * barrier, as stores still must not be reordered by the compiler). */
+#if defined(BENCH_HAND_ADR) && !defined(BENCH_ROBUST)
+#define PM_FLUSH(p, n) pmkit_flush((p), (n))
+#define PM_FENCE() pmkit_fence()
+#elif defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
+#define PM_FLUSH(p, n) ((void)(p), (void)(n))
+#define PM_FENCE() atomic_signal_fence(memory_order_seq_cst)
+#else
+#define PM_FLUSH(p, n) ((void)(p), (void)(n))
+#define PM_FENCE() ((void)0)
+#endif
+#define PM_PERSIST(p, n) (PM_FLUSH((p), (n)), PM_FENCE())
+
+/* ---- transactions (pmdk) ---------------------------------------------------
+ * The driver runs every operation between BENCH_TX_BEGIN and BENCH_TX_END
+ * (workloads do not write them). Inside, the pmdk variant must snapshot
+ * every range of PM it is about to modify with PM_TX_ADD(p, n) -- the
+ * other variants ignore it -- and allocates and frees in the transaction. */
+#ifdef BENCH_PMDK
+#include <libpmemobj.h>
+extern PMEMobjpool *bench_pop;
+#define PM_TX_ADD(p, n) pmemobj_tx_add_range_direct((p), (n))
+#else
+#define PM_TX_ADD(p, n) ((void)(p), (void)(n))
+#endif
+
+/* Allocate n bytes, zeroed, from the variant's heap (malloc, the pmkit pool
+ * or the pmdk transaction); NULL when it is exhausted. */
+void *pm_alloc(size_t n);
+/* Free a block from pm_alloc (deferred to commit under pmdk). */
+void pm_free(void *p);
+
+/* ---- locks (DRAM: recovery never waits for one) ------------------------- */
+typedef pthread_mutex_t bench_lock;
+#define bench_lock_init(l) pthread_mutex_init((l), NULL)
+#define bench_lock_acquire(l) pthread_mutex_lock(l)
+#define bench_lock_release(l) pthread_mutex_unlock(l)
+
+/* ---- configuration (set by the driver before load) ---------------------- */
+struct bench_config {
+  unsigned threads;
+  uint64_t keys;     /* key range [0, keys); loaded before the run        */
+  uint64_t seed;     /* of the whole stream                               */
+  unsigned read_pct; /* share of reads; the rest are updates              */
+  size_t value_size; /* bytes of each value (kv workloads), >= 32         */
+  double scale;      /* the --scale factor keys and ops were scaled by    */
+};
+extern const struct bench_config *bench_cfg;
+
+/* ---- the operation stream: a pure function of (seed, thread, index) ----- */
+enum { BENCH_READ, BENCH_UPDATE, BENCH_INSERT, BENCH_DELETE };
+struct bench_op {
+  int kind;       /* BENCH_*                                              */
+  uint64_t key;   /* uniform in [0, keys)                                 */
+  uint64_t stamp; /* identifies this write: (thread + 1) << 48 | index    */
+  uint64_t rnd;   /* more random bits for the workload's own choices      */
+};
+/* Operation i of thread t. Key-value workloads see READ and UPDATE (and
+ * INSERT while loading); set workloads (bench_workload.set) see READ,
+ * INSERT and DELETE (half each of the non-read share). */
+struct bench_op bench_op_at(unsigned t, uint64_t i);
+/* The stamp of the value the load phase gives key k (thread "0"). */
+static inline uint64_t bench_load_stamp(uint64_t key) { return key; }
+uint64_t bench_mix64(uint64_t z);
+
+/* ---- values: self-describing, so the checker can validate every byte ---- */
+struct bench_value_hdr {
+  uint64_t key, stamp, size, sum;
+};
+/* Fill buf (size bytes, >= 32) with the value `stamp` writes for `key`. */
+void bench_make_value(void *buf, size_t size, uint64_t key, uint64_t stamp);
+/* 0 if buf holds a well-formed value of `size` bytes for `key`, with its
+ * stamp in *stamp; -1 if torn or foreign. */
+int bench_value_check(const void *buf, size_t size, uint64_t key,
+                      uint64_t *stamp);
+
+/* ---- the checker's side ----------------------------------------------------
+ * A workload's check walks its structure after recovery, verifies its own
+ * invariants (bench_fail() on the first broken one) and reports every key
+ * it holds with bench_found(); the driver compares the reports with the
+ * replay of the operation stream. */
+struct bench_check;
+/* Report that key is present holding the value written by `stamp` (for a
+ * set workload: the stamp of the insert, or bench_load_stamp). Returns -1
+ * (after recording why) if the key was reported before. */
+int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp);
+/* Record why the pool is inconsistent; returns -1. */
+int bench_fail(struct bench_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- the workload --------------------------------------------------------
+ * The driver calls init once on a fresh pool, then loads the keys by
+ * calling op with BENCH_INSERT for keys 0..keys-1 (a set: the even keys),
+ * stamp bench_load_stamp(key), one operation at a time like the run does,
+ * so the load is crash-consistent and resumable too. */
+struct bench_workload {
+  const char *name;
+  size_t root_size; /* bytes of its persistent root, zeroed at creation   */
+  int set;          /* 1: a set (INSERT/DELETE/READ), 0: key-value        */
+  /* Build the empty structure in the zeroed root (inside a transaction
+   * under pmdk). 0 or -1. */
+  int (*init)(void *root);
+  /* Prepare volatile state (locks, caches) for the root, before init on a
+   * fresh pool and after a reopen. 0 or -1. */
+  int (*attach)(void *root);
+  /* One operation, made durable before it returns (hand variants) or
+   * inside the driver's transaction (pmdk). scratch holds value_size
+   * bytes owned by the thread. 0, or -1 on failure (the driver stops). */
+  int (*op)(void *root, unsigned tid, const struct bench_op *op, void *scratch);
+  /* After recovery: verify the invariants, then bench_found() per key. */
+  int (*check)(void *root, struct bench_check *c);
+};
+#define BENCH_WORKLOAD(w) const struct bench_workload *bench_workload = &(w)
+extern const struct bench_workload *bench_workload;
+
+#endif /* PMKIT_BENCH_H */

@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * driver.c -- main() of every benchmark workload (bench.h). It owns the
+ * pool (a pmkit pool for the hand variants, a PMDK pool for pmdk, malloc
+ * for volatile), the persistent run header (configuration, per-thread
+ * completed-operation counters), the threads, the timing and the JSON line
+ * bench/run.py reads; and `--check POOL`, which recovers a pool left by a
+ * crash and compares what the workload reports against a replay of the
+ * seeded operation stream. Usage: see usage_text below.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#if defined(BENCH_VOLATILE)
+#define VARIANT "volatile"
+#elif defined(BENCH_HAND_ADR) && defined(BENCH_ROBUST)
+#define VARIANT "robust"
+#elif defined(BENCH_HAND_ADR)
+#define VARIANT "hand-adr"
+#elif defined(BENCH_HAND_EADR)
+#define VARIANT "hand-eadr"
+#else
+#define VARIANT "pmdk"
+#endif
+
+#define MAX_THREADS 64u
+#define HDR_MAGIC 0x3148434e45424d50ull /* "PMBENCH1" */
+#define GOLDEN 0x9e3779b97f4a7c15ull
+#define STAMP_SHIFT 48
+
+/* The persistent run header, followed (64-byte aligned) by the workload's
+ * root. Each thread's counter has a line of its own. */
+struct run_hdr {
+  uint64_t magic;
+  uint64_t loaded;    /* the load phase finished                        */
+  uint64_t load_next; /* keys below this are loaded                     */
+  uint64_t keys, seed, read_pct, value_size, threads, root_size;
+  char workload[64];
+  struct {
+    uint64_t done; /* operations 0..done-1 of the stream are durable */
+    char pad[56];
+  } slot[MAX_THREADS] __attribute__((aligned(64)));
+};
+#define WROOT(h) ((void *)((char *)(h) + sizeof(struct run_hdr)))
+_Static_assert(offsetof(struct run_hdr, slot) == 192,
+               "bench/crashtest.py finds slot[0].done at this offset");
+
+static struct bench_config cfg = {1, 100000, 1, 50, 256, 1.0};
+const struct bench_config *bench_cfg = &cfg;
+static struct run_hdr *hdr;
+#if defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
+static pmkit_pool *pool;
+#endif
+#ifdef BENCH_PMDK
+PMEMobjpool *bench_pop;
+#endif
+
+static struct {
+  uint64_t ops; /* 0: timed */
+  double seconds, warmup;
+  const char *pool, *pool_dir, *check;
+  uint64_t pool_mib;
+  int keep, info;
+} opt = {0, 1.0, 0.2, NULL, NULL, NULL, 0, 0, 0};
+
+static _Noreturn void die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static _Noreturn void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench_%s: ", bench_workload->name);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(2);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- the stream and the values ------------------------------------------ */
+
+uint64_t bench_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+struct bench_op bench_op_at(unsigned t, uint64_t i) {
+  uint64_t base = bench_mix64(cfg.seed ^ (0x6a09e667f3bcc909ull * (t + 1)));
+  uint64_t h = bench_mix64(base + (i + 1) * GOLDEN);
+  struct bench_op op;
+  unsigned pct = (unsigned)((uint32_t)h % 100);
+  op.key = (uint64_t)(((unsigned __int128)(h >> 32) * cfg.keys) >> 32);
+  op.stamp = (uint64_t)(t + 1) << STAMP_SHIFT | i;
+  op.rnd = bench_mix64(h ^ GOLDEN);
+  if (pct < cfg.read_pct)
+    op.kind = BENCH_READ;
+  else if (!bench_workload->set)
+    op.kind = BENCH_UPDATE;
+  else
+    op.kind = (op.rnd & 1) ? BENCH_INSERT : BENCH_DELETE;
+  return op;
+}
+
+static uint64_t value_sum(const uint64_t *w, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size / 8; i++) {
+    h ^= i == 3 ? 0 : w[i]; /* word 3 is the sum itself */
+    h *= 0x100000001b3ull;
+  }
+  return bench_mix64(h);
+}
+
+void bench_make_value(void *buf, size_t size, uint64_t key, uint64_t stamp) {
+  uint64_t *w = buf;
+  uint64_t x = bench_mix64(cfg.seed ^ bench_mix64(key) ^ stamp * GOLDEN);
+  w[0] = key;
+  w[1] = stamp;
+  w[2] = size;
+  w[3] = 0;
+  for (size_t j = 4; j < size / 8; j++)
+    w[j] = x ^ (j * GOLDEN);
+  w[3] = value_sum(w, size);
+}
+
+int bench_value_check(const void *buf, size_t size, uint64_t key,
+                      uint64_t *stamp) {
+  const uint64_t *w = buf;
+  if (size < 32 || w[0] != key || w[2] != size || w[3] != value_sum(w, size))
+    return -1;
+  uint64_t x = bench_mix64(cfg.seed ^ bench_mix64(key) ^ w[1] * GOLDEN);
+  for (size_t j = 4; j < size / 8; j++)
+    if (w[j] != (x ^ (j * GOLDEN)))
+      return -1;
+  *stamp = w[1];
+  return 0;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+void *pm_alloc(size_t n) {
+#if defined(BENCH_VOLATILE)
+  return calloc(1, n);
+#elif defined(BENCH_PMDK)
+  PMEMoid o = pmemobj_tx_zalloc(n, 1);
+  return OID_IS_NULL(o) ? NULL : pmemobj_direct(o);
+#else
+  void *p;
+  if (pmkit_zalloc(pool, n, &p))
+    return NULL;
+  return p;
+#endif
+}
+
+void pm_free(void *p) {
+  if (!p)
+    return;
+#if defined(BENCH_VOLATILE)
+  free(p);
+#elif defined(BENCH_PMDK)
+  pmemobj_tx_free(pmemobj_oid(p));
+#else
+  pmkit_free(pool, p);
+#endif
+}
+
+/* ---- the pool ------------------------------------------------------------ */
+
+#ifdef BENCH_PMDK
+/* PMDK maps a pool wherever the kernel likes; the workloads keep raw
+ * pointers, so every run maps it at one address through libpmem's
+ * PMEM_MMAP_HINT, which it reads at start-up: re-execute with it set. */
+#define PMDK_HINT "0x100000000000"
+static void pmdk_fix_address(char **argv) {
+  const char *h = getenv("PMEM_MMAP_HINT");
+  if (h && !strcmp(h, PMDK_HINT))
+    return;
+  setenv("PMEM_MMAP_HINT", PMDK_HINT, 1);
+  setenv("PMEM_IS_PMEM_FORCE", "1", 0);
+  execv("/proc/self/exe", argv);
+  die("cannot re-execute with PMEM_MMAP_HINT: %s", strerror(errno));
+}
+#define LAYOUT "pmkit-bench"
+#endif
+
+static size_t hdr_total(void) {
+  return sizeof(struct run_hdr) + ((bench_workload->root_size + 63) & ~63ul);
+}
+
+/* Create (create = 1) or open the run's pool and set hdr. */
+static int pool_setup(const char *path, int create, char *why, size_t wn) {
+  size_t size = hdr_total();
+#if defined(BENCH_VOLATILE)
+  (void)path;
+  (void)create;
+  hdr = aligned_alloc(64, (size + 63) & ~63ul);
+  if (!hdr)
+    return snprintf(why, wn, "out of memory"), -1;
+  memset(hdr, 0, size);
+  return 0;
+#elif defined(BENCH_PMDK)
+  uint64_t mib = opt.pool_mib ? opt.pool_mib : 64;
+  bench_pop = create ? pmemobj_create(path, LAYOUT, mib << 20, 0644)
+                     : pmemobj_open(path, LAYOUT);
+  if (!bench_pop)
+    return snprintf(why, wn, "%s: %s", path, pmemobj_errormsg()), -1;
+  PMEMoid r = pmemobj_root(bench_pop, size);
+  if (OID_IS_NULL(r))
+    return snprintf(why, wn, "root: %s", pmemobj_errormsg()), -1;
+  hdr = pmemobj_direct(r);
+  return 0;
+#else
+  uint64_t mib = opt.pool_mib ? opt.pool_mib : 64;
+  pmkit_pool_opts o = {.layout = "pmkit-bench"};
+  int err = create ? pmkit_pool_create(path, mib << 20, &o, &pool)
+                   : pmkit_pool_open(path, &o, &pool);
+  if (!err && (err = pmkit_root(pool, size, (void **)&hdr)))
+    pmkit_pool_close(pool);
+  if (err)
+    return snprintf(why, wn, "%s: %s", pmkit_strerror(err), pmkit_errormsg()),
+           -1;
+  return 0;
+#endif
+}
+
+static void pool_teardown(void) {
+#if defined(BENCH_VOLATILE)
+  free(hdr);
+#elif defined(BENCH_PMDK)
+  pmemobj_close(bench_pop);
+#else
+  pmkit_pool_close(pool);
+#endif
+  hdr = NULL;
+}
+
+/* Persist a header word the driver owns. */
+static void hdr_store(uint64_t *w, uint64_t v) {
+#ifdef BENCH_PMDK
+  TX_BEGIN(bench_pop) {
+    pmemobj_tx_add_range_direct(w, sizeof *w);
+    *w = v;
+  }
+  TX_END
+#else
+  *w = v;
+  PM_PERSIST(w, sizeof *w);
+#endif
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+static atomic_int start_flag, stop_flag;
+struct worker {
+  pthread_t tid;
+  unsigned id;
+  uint64_t target; /* --ops: run operations [done, target) */
+  _Atomic uint64_t ops;
+  int failed;
+  void *scratch;
+};
+static struct worker workers[MAX_THREADS];
+static const char *const kind_name[] = {"read", "update", "insert", "delete"};
+
+/* One operation, failure-atomic under pmdk; *done = next once durable. */
+static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
+                 uint64_t next, void *scratch) {
+  struct bench_op op = *opp;
+  void *root = WROOT(hdr);
+  int err = 0;
+  pmkit_mark_begin(kind_name[op.kind]);
+#ifdef BENCH_PMDK
+  TX_BEGIN(bench_pop) {
+    if ((err = bench_workload->op(root, t, &op, scratch)) != 0)
+      pmemobj_tx_abort(ECANCELED);
+    pmemobj_tx_add_range_direct(done, sizeof *done);
+    *done = next;
+  }
+  TX_ONABORT { err = err ? err : -1; }
+  TX_END
+#else
+  err = bench_workload->op(root, t, &op, scratch);
+  if (!err) {
+    *done = next; /* only once the operation is durable */
+    PM_PERSIST(done, sizeof *done);
+  }
+#endif
+  pmkit_mark_end(kind_name[op.kind]);
+  return err;
+}
+
+static int run_op(unsigned t, uint64_t i, void *scratch) {
+  struct bench_op op = bench_op_at(t, i);
+  return apply(&op, t, &hdr->slot[t].done, i + 1, scratch);
+}
+
+/* The load: an insert per key, resumable after a crash. */
+static int load(void *scratch) {
+  for (uint64_t k = hdr->load_next; k < cfg.keys; k++) {
+    if (bench_workload->set && k % 2)
+      continue;
+    struct bench_op op = {BENCH_INSERT, k, bench_load_stamp(k), 0};
+    if (apply(&op, 0, &hdr->load_next, k + 1, scratch))
+      return -1;
+  }
+  hdr_store(&hdr->loaded, 1);
+  return 0;
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  while (!atomic_load_explicit(&start_flag, memory_order_acquire))
+    ;
+  for (uint64_t i = hdr->slot[w->id].done;
+       !atomic_load_explicit(&stop_flag, memory_order_relaxed) &&
+       (!opt.ops || i < w->target);
+       i++) {
+    if (run_op(w->id, i, w->scratch)) {
+      fprintf(stderr, "bench_%s: thread %u, operation %" PRIu64 " failed\n",
+              bench_workload->name, w->id, i);
+      w->failed = 1;
+      atomic_store(&stop_flag, 1);
+      break;
+    }
+    atomic_store_explicit(&w->ops, w->ops + 1, memory_order_relaxed);
+  }
+  return NULL;
+}
+
+static uint64_t total_ops(void) {
+  uint64_t n = 0;
+  for (unsigned t = 0; t < cfg.threads; t++)
+    n += atomic_load_explicit(&workers[t].ops, memory_order_relaxed);
+  return n;
+}
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) && errno == EINTR)
+    ;
+}
+
+/* Set up the header of a new run (the magic follows once the workload's
+ * init is durable), or check that an existing one matches. */
+static void hdr_setup(int fresh) {
+  if (fresh) {
+#ifdef BENCH_PMDK
+    TX_BEGIN(bench_pop) {
+      pmemobj_tx_add_range_direct(hdr, offsetof(struct run_hdr, slot));
+#endif
+      hdr->keys = cfg.keys;
+      hdr->seed = cfg.seed;
+      hdr->read_pct = cfg.read_pct;
+      hdr->value_size = cfg.value_size;
+      hdr->threads = cfg.threads;
+      hdr->root_size = bench_workload->root_size;
+      snprintf(hdr->workload, sizeof hdr->workload, "%s", bench_workload->name);
+      PM_PERSIST(hdr, offsetof(struct run_hdr, slot));
+#ifdef BENCH_PMDK
+    }
+    TX_END
+#endif
+    return;
+  }
+  if (strncmp(hdr->workload, bench_workload->name, sizeof hdr->workload))
+    die("the pool holds a run of %.*s", (int)sizeof hdr->workload,
+        hdr->workload);
+  if (hdr->keys != cfg.keys || hdr->seed != cfg.seed ||
+      hdr->read_pct != cfg.read_pct || hdr->value_size != cfg.value_size ||
+      hdr->threads != cfg.threads)
+    die("the pool holds a run with other parameters; use a fresh pool");
+}
+
+/* ---- the checker ----------------------------------------------------- */
+
+struct bench_check {
+  uint64_t *stamp;  /* per key: the stamp reported */
+  uint8_t *present; /* per key: reported          */
+  char why[512];
+  int bad;
+};
+
+int bench_fail(struct bench_check *c, const char *fmt, ...) {
+  if (!c->bad) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+    c->bad = 1;
+  }
+  return -1;
+}
+
+int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp) {
+  if (key >= cfg.keys)
+    return bench_fail(c, "key %" PRIu64 " is out of range", key);
+  if (c->present[key])
+    return bench_fail(c, "key %" PRIu64 " is present twice", key);
+  c->present[key] = 1;
+  c->stamp[key] = stamp;
+  return 0;
+}
+
+#ifndef BENCH_VOLATILE
+static void stamp_text(uint64_t s, char *buf, size_t n) {
+  if (s >> STAMP_SHIFT)
+    snprintf(buf, n, "thread %u op %" PRIu64, (unsigned)(s >> STAMP_SHIFT) - 1,
+             (uint64_t)(s & ((1ull << STAMP_SHIFT) - 1)));
+  else
+    snprintf(buf, n, "the load");
+}
+
+/* Compare the reports with the stream. One thread: the exact state after
+ * `done` operations, or after done + 1 for the key of the one in flight.
+ * Several threads: every present key must hold a write that thread made at
+ * or before its in-flight operation and not overwrote later itself; a key
+ * the load put there must be untouched by completed writes. */
+static int compare(struct bench_check *c) {
+  uint64_t keys = cfg.keys;
+  int set = bench_workload->set;
+  uint8_t *exp_present = calloc(keys, 1);
+  uint64_t *exp_stamp = calloc(keys, sizeof *exp_stamp);
+  /* Per key, the latest completed write of any thread, for the
+   * several-thread rule: (thread + 1) << 48 | index, 0 if none. */
+  uint64_t *last = calloc(keys, sizeof *last);
+  if (!exp_present || !exp_stamp || !last)
+    die("out of memory for the replay");
+  for (uint64_t k = 0; k < keys; k++) {
+    exp_present[k] = !set || k % 2 == 0;
+    exp_stamp[k] = bench_load_stamp(k);
+  }
+  int rc = 0;
+  char a[64], b[64];
+  if (cfg.threads == 1) {
+    uint64_t done = hdr->slot[0].done;
+    for (uint64_t i = 0; i < done; i++) {
+      struct bench_op op = bench_op_at(0, i);
+      if (op.kind == BENCH_UPDATE ||
+          (op.kind == BENCH_INSERT && !exp_present[op.key])) {
+        exp_present[op.key] = 1;
+        exp_stamp[op.key] = op.stamp;
+      } else if (op.kind == BENCH_DELETE) {
+        exp_present[op.key] = 0;
+      }
+    }
+    struct bench_op fl = bench_op_at(0, done); /* in flight, maybe */
+    for (uint64_t k = 0; k < keys && !rc; k++) {
+      int ok = c->present[k] == exp_present[k] &&
+               (!exp_present[k] || c->stamp[k] == exp_stamp[k]);
+      if (!ok && k == fl.key && fl.kind != BENCH_READ) {
+        if (fl.kind == BENCH_DELETE)
+          ok = !c->present[k];
+        else if (fl.kind == BENCH_UPDATE || !exp_present[k])
+          ok = c->present[k] && c->stamp[k] == fl.stamp;
+      }
+      if (ok)
+        continue;
+      stamp_text(exp_stamp[k], a, sizeof a);
+      stamp_text(c->stamp[k], b, sizeof b);
+      rc = bench_fail(c,
+                      "key %" PRIu64 ": expected %s%s after %" PRIu64
+                      " operations, found %s%s",
+                      k, exp_present[k] ? "the value of " : "no entry",
+                      exp_present[k] ? a : "", done,
+                      c->present[k] ? "the value of " : "no entry",
+                      c->present[k] ? b : "");
+    }
+  } else {
+    for (unsigned t = 0; t < cfg.threads; t++)
+      for (uint64_t i = 0; i < hdr->slot[t].done; i++) {
+        struct bench_op op = bench_op_at(t, i);
+        if (op.kind != BENCH_READ && op.stamp > last[op.key])
+          last[op.key] = op.stamp; /* same thread: later index wins */
+      }
+    for (uint64_t k = 0; k < keys && !rc; k++) {
+      if (!c->present[k])
+        continue; /* absence is not judged with several threads */
+      uint64_t s = c->stamp[k];
+      if (!(s >> STAMP_SHIFT)) {
+        if (s != bench_load_stamp(k) || (!set && last[k]))
+          rc = bench_fail(c, "key %" PRIu64 " still holds the load's value", k);
+        continue;
+      }
+      unsigned t = (unsigned)(s >> STAMP_SHIFT) - 1;
+      uint64_t i = s & ((1ull << STAMP_SHIFT) - 1);
+      struct bench_op op =
+          t < cfg.threads ? bench_op_at(t, i) : (struct bench_op){0};
+      if (t >= cfg.threads || i > hdr->slot[t].done || op.key != k ||
+          op.kind == BENCH_READ || op.kind == BENCH_DELETE) {
+        stamp_text(s, b, sizeof b);
+        rc = bench_fail(c,
+                        "key %" PRIu64 " holds a value from %s, which "
+                        "never wrote it",
+                        k, b);
+      }
+    }
+  }
+  free(exp_present);
+  free(exp_stamp);
+  free(last);
+  return rc;
+}
+
+static int cmd_check(const char *path) {
+  char why[256];
+  if (pool_setup(path, 0, why, sizeof why)) {
+    fprintf(stderr, "bench_%s: cannot open %s\n", bench_workload->name, why);
+    return 2;
+  }
+  if (hdr->magic != HDR_MAGIC || !hdr->loaded) {
+    printf("consistent: the run had not finished loading\n");
+    pool_teardown();
+    return 0;
+  }
+  cfg.keys = hdr->keys;
+  cfg.seed = hdr->seed;
+  cfg.read_pct = (unsigned)hdr->read_pct;
+  cfg.value_size = hdr->value_size;
+  cfg.threads = (unsigned)hdr->threads;
+  struct bench_check c = {calloc(cfg.keys, sizeof(uint64_t)),
+                          calloc(cfg.keys, 1), "", 0};
+  if (!c.stamp || !c.present)
+    die("out of memory");
+  int rc = 0;
+#ifndef BENCH_PMDK
+  if (pmkit_pool_check(pool))
+    rc = bench_fail(&c, "pool metadata: %s", pmkit_errormsg());
+#endif
+  if (!rc && bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+    rc = bench_fail(&c, "cannot attach the workload's volatile state");
+  if (!rc)
+    rc = bench_workload->check(WROOT(hdr), &c) || c.bad;
+  if (!rc)
+    rc = compare(&c);
+  uint64_t done = 0;
+  for (unsigned t = 0; t < cfg.threads; t++)
+    done += hdr->slot[t].done;
+  if (rc)
+    printf("INCONSISTENT: %s\n", c.why[0] ? c.why : "(no reason given)");
+  else
+    printf("consistent: %" PRIu64 " operations completed\n", done);
+  free(c.stamp);
+  free(c.present);
+  pool_teardown();
+  return rc ? 1 : 0;
+}
+#endif /* !BENCH_VOLATILE */
+
+static int cmd_check_or_refuse(const char *path) {
+#ifdef BENCH_VOLATILE
+  (void)path;
+  die("the volatile variant keeps nothing to check");
+#else
+  return cmd_check(path);
+#endif
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+static const char usage_text[] =
+    "usage: bench_NAME [--threads N] [--keys N] [--ops N | --seconds S]\n"
+    "                  [--warmup S] [--scale F] [--seed S] [--read-pct P]\n"
+    "                  [--value-size B] [--pool PATH | --pool-dir DIR]\n"
+    "                  [--pool-mib M] [--keep]\n"
+    "       bench_NAME --check POOL\n"
+    "       bench_NAME --info\n"
+    "Runs the workload and prints one JSON line. --ops runs a fixed count\n"
+    "(split over the threads) and resumes an interrupted run of the same\n"
+    "pool; otherwise it runs --seconds after --warmup. --scale multiplies\n"
+    "keys and ops. --check exits 0 if POOL is consistent, 1 if not.\n";
+
+static uint64_t num(const char *name, const char *v, uint64_t lo, uint64_t hi) {
+  char *end;
+  errno = 0;
+  unsigned long long n = v ? strtoull(v, &end, 0) : 0;
+  if (!v || errno || *end || n < lo || n > hi)
+    die("%s needs an integer in [%" PRIu64 ", %" PRIu64 "]", name, lo, hi);
+  return n;
+}
+
+static double real(const char *name, const char *v) {
+  char *end;
+  double d = v ? strtod(v, &end) : 0;
+  if (!v || *end || !(d >= 0))
+    die("%s needs a non-negative number", name);
+  return d;
+}
+
+static void parse(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage_text, stdout);
+      exit(0);
+    } else if (!strcmp(a, "--keep")) {
+      opt.keep = 1;
+      continue;
+    } else if (!strcmp(a, "--info")) {
+      opt.info = 1;
+      continue;
+    }
+    i++;
+    if (!strcmp(a, "--threads"))
+      cfg.threads = (unsigned)num(a, v, 1, MAX_THREADS);
+    else if (!strcmp(a, "--keys"))
+      cfg.keys = num(a, v, 2, 1ull << 32);
+    else if (!strcmp(a, "--ops"))
+      opt.ops = num(a, v, 1, 1ull << 40);
+    else if (!strcmp(a, "--seconds"))
+      opt.seconds = real(a, v);
+    else if (!strcmp(a, "--warmup"))
+      opt.warmup = real(a, v);
+    else if (!strcmp(a, "--scale"))
+      cfg.scale = real(a, v);
+    else if (!strcmp(a, "--seed"))
+      cfg.seed = num(a, v, 0, UINT64_MAX);
+    else if (!strcmp(a, "--read-pct"))
+      cfg.read_pct = (unsigned)num(a, v, 0, 100);
+    else if (!strcmp(a, "--value-size"))
+      cfg.value_size = num(a, v, 32, 1u << 16) & ~(size_t)7;
+    else if (!strcmp(a, "--pool"))
+      opt.pool = v;
+    else if (!strcmp(a, "--pool-dir"))
+      opt.pool_dir = v;
+    else if (!strcmp(a, "--pool-mib"))
+      opt.pool_mib = num(a, v, 8, 1u << 20);
+    else if (!strcmp(a, "--check"))
+      opt.check = v;
+    else {
+      fputs(usage_text, stderr);
+      die("unknown option %s", a);
+    }
+    if (!v)
+      die("%s needs a value", a);
+  }
+}
+
+int main(int argc, char **argv) {
+  parse(argc, argv);
+#ifdef BENCH_PMDK
+  pmdk_fix_address(argv);
+#endif
+  if (opt.info) {
+    printf("{\"workload\": \"%s\", \"variant\": \"%s\"}\n",
+           bench_workload->name, VARIANT);
+    return 0;
+  }
+  if (opt.check)
+    return cmd_check_or_refuse(opt.check);
+  if (cfg.scale != 1.0) {
+    cfg.keys = (uint64_t)(cfg.keys * cfg.scale) < 2
+                   ? 2
+                   : (uint64_t)(cfg.keys * cfg.scale);
+    if (opt.ops)
+      opt.ops =
+          (uint64_t)(opt.ops * cfg.scale) ? (uint64_t)(opt.ops * cfg.scale) : 1;
+  }
+  if (!opt.pool_mib) /* room for the values twice over, and the rest */
+    opt.pool_mib = 64 + (cfg.keys * (cfg.value_size + 256) * 3 >> 20);
+
+  char path[4096] = "", why[512];
+  int fresh = 1, remove_after = 0;
+#ifndef BENCH_VOLATILE
+  if (opt.pool) {
+    snprintf(path, sizeof path, "%s", opt.pool);
+    fresh = access(path, F_OK) != 0;
+  } else {
+    snprintf(path, sizeof path, "%s/bench-%s-%d.pool",
+             opt.pool_dir ? opt.pool_dir : "/dev/shm", bench_workload->name,
+             (int)getpid());
+    remove_after = !opt.keep;
+  }
+#endif
+  if (pool_setup(path, fresh, why, sizeof why))
+    die("%s", why);
+  fresh = fresh || hdr->magic != HDR_MAGIC;
+  hdr_setup(fresh);
+  if (bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+    die("attach failed");
+  if (fresh) {
+    int err;
+#ifdef BENCH_PMDK
+    TX_BEGIN(bench_pop) { err = bench_workload->init(WROOT(hdr)); }
+    TX_ONABORT { err = -1; }
+    TX_END
+#else
+    err = bench_workload->init(WROOT(hdr));
+#endif
+    if (err)
+      die("init failed");
+    hdr_store(&hdr->magic, HDR_MAGIC);
+  }
+  double l0 = now();
+  void *scratch = calloc(1, cfg.value_size);
+  if (!scratch || (!hdr->loaded && load(scratch)))
+    die("load failed");
+  free(scratch);
+  double load_s = now() - l0;
+
+  for (unsigned t = 0; t < cfg.threads; t++) {
+    struct worker *w = &workers[t];
+    w->id = t;
+    w->target = opt.ops / cfg.threads + (t < opt.ops % cfg.threads);
+    w->scratch = calloc(1, cfg.value_size);
+    if (!w->scratch || pthread_create(&w->tid, NULL, worker_main, w))
+      die("cannot start thread %u", t);
+  }
+  double t0 = now(), t1;
+  uint64_t n0 = 0, n1;
+  atomic_store_explicit(&start_flag, 1, memory_order_release);
+  if (!opt.ops) {
+    sleep_s(opt.warmup);
+    n0 = total_ops();
+    t0 = now();
+    sleep_s(opt.seconds);
+    n1 = total_ops();
+    t1 = now();
+    atomic_store(&stop_flag, 1);
+  }
+  int failed = 0;
+  for (unsigned t = 0; t < cfg.threads; t++) {
+    pthread_join(workers[t].tid, NULL);
+    failed |= workers[t].failed;
+    free(workers[t].scratch);
+  }
+  if (opt.ops) {
+    t1 = now();
+    n1 = total_ops();
+  }
+  pool_teardown();
+  if (remove_after)
+    unlink(path);
+  if (failed)
+    return 1;
+  double secs = t1 - t0;
+  printf("{\"benchmark\": \"%s\", \"variant\": \"%s\", \"threads\": %u, "
+         "\"keys\": %" PRIu64 ", \"value_size\": %zu, \"read_pct\": %u, "
+         "\"seed\": %" PRIu64 ", \"ops\": %" PRIu64 ", \"seconds\": %.6f, "
+         "\"ops_per_sec\": %.1f, \"load_seconds\": %.3f, \"tracing\": %d}\n",
+         bench_workload->name, VARIANT, cfg.threads, cfg.keys, cfg.value_size,
+         cfg.read_pct, cfg.seed, n1 - n0, secs,
+         secs > 0 ? (double)(n1 - n0) / secs : 0.0, load_s, pmkit_tracing());
+  return 0;
+}

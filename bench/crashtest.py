@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Crash tests of the benchmark workloads: every workload in bench/suite.json, every variant that
+promises crash consistency.
+
+- hand-eadr and pmdk: runs are killed (SIGKILL) at seeded random moments, as a power failure
+  leaves a pool on an eADR platform (the pool lives in /dev/shm), then `--check` must pass; the
+  interrupted run is then resumed to the end and checked again.
+- hand-adr: `pmkit explore` records a short run of the traced build and checks the crash images
+  of volatile caches (model x86) with the hand-adr build's `--check`.
+- Every checker must also catch a corrupted pool: with the operation counter of the run rewound
+  (the replay then expects older values), and for key-value workloads with one byte of a stored
+  value flipped.
+
+A failure prints the seed that reproduces it. Usage:
+  python bench/crashtest.py [--build-dir DIR] [--suite ds|tx|lf|all] [--only NAME] [--trials N]
+                            [--seed S] [--full]
+Exit status 0 if every check held, 1 if one did not, 2 on a usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+HDR_MAGIC = struct.pack("<Q", 0x3148434E45424D50)  # driver.c's run header
+SLOT0_DONE = 192  # offsetof(struct run_hdr, slot): slot[0].done (asserted in driver.c)
+
+
+class Failure(Exception):
+    pass
+
+
+def run(cmd: list[str], timeout: float = 120, env: dict | None = None):
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+
+
+def binary(build: Path, name: str, variant: str) -> Path:
+    b = build / "bench" / name / f"bench_{name}-{variant}"
+    if not b.exists():
+        raise SystemExit(f"crashtest: {b} is missing: build first (make build)")
+    return b
+
+
+def check(b: Path, pool: Path, expect_ok: bool, what: str) -> str:
+    r = run([str(b), "--check", str(pool)])
+    ok = r.returncode == 0
+    if r.returncode not in (0, 1):
+        raise Failure(f"{what}: --check could not run: {r.stderr.strip() or r.stdout.strip()}")
+    if ok != expect_ok:
+        msg = r.stdout.strip() or r.stderr.strip()
+        raise Failure(f"{what}: --check said {'consistent' if ok else msg}, expected the opposite")
+    return r.stdout.strip()
+
+
+def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.Random, tag: str):
+    for trial in range(trials):
+        seed = rng.randrange(1 << 31)
+        delay = random.Random(seed).uniform(0.02, 0.4)
+        threads = 1 + trial % 2
+        pool = work / f"kill-{trial}.pool"
+        cmd = [str(b), *args, "--threads", str(threads), "--seed", str(seed), "--pool", str(pool)]
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        p.kill()
+        p.wait()
+        what = f"{tag}: kill after {delay:.3f} s, {threads} thread(s) (--seed {seed})"
+        check(b, pool, True, what)
+        # Resume the interrupted run to its end, then check again.
+        r = run(cmd)
+        if r.returncode:
+            raise Failure(f"{what}: resuming failed: {r.stderr.strip()}")
+        check(b, pool, True, what + ", resumed")
+        pool.unlink()
+
+
+def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
+    pool = work / "corrupt.pool"
+    r = run([str(b), *args, "--pool", str(pool)])
+    if r.returncode:
+        raise Failure(f"{tag}: run failed: {r.stderr.strip()}")
+    check(b, pool, True, f"{tag}: complete run")
+    data = bytearray(pool.read_bytes())
+    at = data.find(HDR_MAGIC)
+    if at < 0:
+        raise Failure(f"{tag}: no run header in the pool file")
+    # 1. Rewind thread 0's completed-operation counter: the replay now expects older values.
+    good = bytes(data)
+    done = struct.unpack_from("<Q", data, at + SLOT0_DONE)[0]
+    struct.pack_into("<Q", data, at + SLOT0_DONE, max(0, done - 50))
+    pool.write_bytes(data)
+    check(b, pool, False, f"{tag}: operation counter rewound from {done}")
+    pool.write_bytes(good)
+    # 2. Flip a byte of a stored value (key-value workloads). Values are self-describing (key,
+    # stamp, size, checksum, then data): flip one data byte in every block that holds a value
+    # of key 1, so the live one is hit whatever the heap kept of old ones.
+    if kv:
+        data = bytearray(good)
+        key, size, hits = struct.pack("<Q", 1), 256, 0
+        i = data.find(key)
+        while i >= 0:
+            if i % 8 == 0 and struct.unpack_from("<Q", data, i + 16)[0] == size:
+                data[i + 40] ^= 0x5A
+                hits += 1
+            i = data.find(key, i + 8)
+        if not hits:
+            raise Failure(f"{tag}: found no value to corrupt")
+        pool.write_bytes(data)
+        check(b, pool, False, f"{tag}: a byte of key 1's value flipped")
+    pool.unlink()
+
+
+def explore(build: Path, name: str, work: Path, args: list[str], budget: int, tag: str):
+    traced = binary(build, name, "hand-adr-traced")
+    checker = binary(build, name, "hand-adr")
+    pool = work / "explore.pool"
+    cmd = [
+        str(REPO / ".venv" / "bin" / "python"), "-m", "pmkit", "explore", "--no-progress",
+        "--budget", str(budget), "--save-dir", str(work / "explore-failures"),
+        "--check", f"{checker} --check {{pool}}", "--", str(traced), *args, "--pool", str(pool),
+    ]  # fmt: skip
+    r = run(cmd, timeout=600, env={"PYTHONPATH": str(REPO / "cli")})
+    if r.returncode:
+        raise Failure(f"{tag}: pmkit explore exit {r.returncode}:\n{r.stdout}{r.stderr}")
+    summary = next((ln.strip() for ln in r.stdout.splitlines() if "images:" in ln), "")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", type=Path, default=REPO / "build")
+    ap.add_argument("--suite", default="all")
+    ap.add_argument("--only", help="one workload")
+    ap.add_argument("--trials", type=int, help="kills per workload and variant")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--full", action="store_true", help="longer campaigns")
+    args = ap.parse_args(argv)
+    suites = json.loads((BENCH / "suite.json").read_text())["suites"]
+    if args.suite != "all" and args.suite not in suites:
+        print(f"crashtest: unknown suite {args.suite} ({', '.join(suites)})", file=sys.stderr)
+        return 2
+    names = [n for s, ws in suites.items() if args.suite in ("all", s) for n in ws]
+    if args.only:
+        names = [n for n in names if n == args.only]
+    trials = args.trials or (40 if args.full else 4)
+    rng = random.Random(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="pmkit-crashtest-", dir="/dev/shm"))
+    failures = 0
+    try:
+        for name in names:
+            meta = json.loads((BENCH / name / "workload.json").read_text())
+            size = ["--keys", str(meta["crash_keys"]), "--ops", str(meta["crash_ops"])]
+            for variant in ("hand-eadr", "pmdk"):
+                tag = f"{name}/{variant}"
+                b = binary(args.build_dir, name, variant)
+                try:
+                    # Long enough that the kill lands mid-run, short enough to resume.
+                    long_run = [*size[:2], "--ops", str(meta["crash_ops"] * 30)]
+                    kill_trials(b, work, long_run, trials, rng, tag)
+                    corrupt_tests(b, work, size, not meta.get("set", False), tag)
+                    print(f"ok   {tag}: {trials} kills recovered, corruptions caught")
+                except Failure as e:
+                    failures += 1
+                    print(f"FAIL {e}")
+            tag = f"{name}/hand-adr"
+            try:
+                explore_args = ["--keys", str(meta["explore_keys"]), "--ops",
+                                str(meta["explore_ops"])]  # fmt: skip
+                s = explore(
+                    args.build_dir, name, work, explore_args, 3000 if args.full else 400, tag
+                )
+                print(f"ok   {tag}: explored under x86, {s}")
+            except Failure as e:
+                failures += 1
+                print(f"FAIL {e}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"crashtest: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
