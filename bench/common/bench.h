@@ -126,6 +126,8 @@ struct bench_check;
  * set workload: the stamp of the insert, or bench_load_stamp). Returns -1
  * (after recording why) if the key was reported before. */
 int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp);
+/* Operations 0..bench_done(t)-1 of thread t completed durably (in check). */
+uint64_t bench_done(unsigned t);
 /* Record why the pool is inconsistent; returns -1. */
 int bench_fail(struct bench_check *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -139,6 +141,16 @@ struct bench_workload {
   const char *name;
   size_t root_size; /* bytes of its persistent root, zeroed at creation   */
   int set;          /* 1: a set (INSERT/DELETE/READ), 0: key-value        */
+  /* 1: the pmdk variant does not run operations in transactions (the
+   * lock-free workloads persist Mirror-style instead); pm_alloc/pm_free
+   * then use PMDK's atomic allocator. */
+  int notx;
+  /* 1: check compares with the stream itself (transactional workloads,
+   * using bench_op_at and bench_done); the driver's key replay is skipped
+   * and bench_found is not used. */
+  int own_compare;
+  /* Default share of reads when --read-pct is not given (0: 50). */
+  unsigned read_pct;
   /* Build the empty structure in the zeroed root (inside a transaction
    * under pmdk). 0 or -1. */
   int (*init)(void *root);

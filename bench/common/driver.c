@@ -155,7 +155,11 @@ void *pm_alloc(size_t n) {
 #if defined(BENCH_VOLATILE)
   return calloc(1, n);
 #elif defined(BENCH_PMDK)
-  PMEMoid o = pmemobj_tx_zalloc(n, 1);
+  PMEMoid o = OID_NULL;
+  if (pmemobj_tx_stage() == TX_STAGE_WORK)
+    o = pmemobj_tx_zalloc(n, 1);
+  else if (pmemobj_zalloc(bench_pop, &o, n, 1))
+    return NULL;
   return OID_IS_NULL(o) ? NULL : pmemobj_direct(o);
 #else
   void *p;
@@ -171,7 +175,11 @@ void pm_free(void *p) {
 #if defined(BENCH_VOLATILE)
   free(p);
 #elif defined(BENCH_PMDK)
-  pmemobj_tx_free(pmemobj_oid(p));
+  PMEMoid o = pmemobj_oid(p);
+  if (pmemobj_tx_stage() == TX_STAGE_WORK)
+    pmemobj_tx_free(o);
+  else
+    pmemobj_free(&o);
 #else
   pmkit_free(pool, p);
 #endif
@@ -283,6 +291,14 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   int err = 0;
   pmkit_mark_begin(kind_name[op.kind]);
 #ifdef BENCH_PMDK
+  if (bench_workload->notx) { /* Mirror-style: the workload persists */
+    if (!(err = bench_workload->op(root, t, &op, scratch))) {
+      *done = next;
+      pmemobj_persist(bench_pop, done, sizeof *done);
+    }
+    pmkit_mark_end(kind_name[op.kind]);
+    return err;
+  }
   TX_BEGIN(bench_pop) {
     if ((err = bench_workload->op(root, t, &op, scratch)) != 0)
       pmemobj_tx_abort(ECANCELED);
@@ -402,6 +418,10 @@ int bench_fail(struct bench_check *c, const char *fmt, ...) {
     c->bad = 1;
   }
   return -1;
+}
+
+uint64_t bench_done(unsigned t) {
+  return t < cfg.threads && hdr ? hdr->slot[t].done : 0;
 }
 
 int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp) {
@@ -543,7 +563,7 @@ static int cmd_check(const char *path) {
     rc = bench_fail(&c, "cannot attach the workload's volatile state");
   if (!rc)
     rc = bench_workload->check(WROOT(hdr), &c) || c.bad;
-  if (!rc)
+  if (!rc && !bench_workload->own_compare)
     rc = compare(&c);
   uint64_t done = 0;
   for (unsigned t = 0; t < cfg.threads; t++)
@@ -649,6 +669,8 @@ static void parse(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (bench_workload->read_pct)
+    cfg.read_pct = bench_workload->read_pct;
   parse(argc, argv);
 #ifdef BENCH_PMDK
   pmdk_fix_address(argv);
