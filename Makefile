@@ -61,7 +61,8 @@ format:
 	$(VENV)/ruff format cli tests bench scripts
 
 bench: build
-	$(VENV)/python bench/run.py alloc
+	$(VENV)/python bench/run.py alloc trace explore
+	$(VENV)/python bench/suite.py --scale full
 	$(VENV)/python bench/report.py
 
 # Longer crash campaigns: 20000 random kills of the allocator workload and

@@ -43,6 +43,9 @@ COLORS = {
     "traced": "#d95f02",
     "in-process": "#1f5fa8",
     "command": "#d95f02",
+    "volatile": "#7f7f7f",
+    "hand-adr": "#1f5fa8",
+    "hand-eadr": "#6baed6",
 }
 
 
@@ -628,6 +631,124 @@ def section_explore(doc: dict, out: Output) -> list[str]:
     ]
 
 
+# ---- the workload suite (bench/suite.py) ---------------------------------------------------
+
+
+def suite_median(doc: dict, workload: str, threads: int, variant: str) -> dict | None:
+    for m in doc["medians"]:
+        if (m["workload"], m["threads"], m["variant"]) == (workload, threads, variant):
+            return m
+    return None
+
+
+def suite_ratio(doc: dict, workload: str, threads: int, variant: str, base: str) -> float | None:
+    """Median over repetitions of variant/base, both measured in the same repetition."""
+    by_rep: dict[int, dict[str, float]] = {}
+    for r in doc["runs"]:
+        if r["workload"] == workload and r["threads"] == threads:
+            by_rep.setdefault(r["repetition"], {})[r["variant"]] = r["result"]["ops_per_sec"]
+    xs = [d[variant] / d[base] for d in by_rep.values() if variant in d and d.get(base)]
+    return statistics.median(xs) if xs else None
+
+
+def suite_workloads(doc: dict) -> list[str]:
+    seen: list[str] = []
+    for m in doc["medians"]:
+        if m["workload"] not in seen:
+            seen.append(m["workload"])
+    return seen
+
+
+def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Path:
+    p = doc["parameters"]
+    names, variants = suite_workloads(doc), p["variants"]
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.3 * len(names)), 4.0))
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        xs, ys = [], []
+        for k, n in enumerate(names):
+            r = suite_ratio(doc, n, threads, v, "volatile") if v != "volatile" else 1.0
+            if r is not None:
+                xs.append(k + (i - (len(variants) - 1) / 2) * width)
+                ys.append(r)
+        ax.bar(xs, ys, width, label=v, color=COLORS.get(v))
+    ax.axhline(1.0, color="#444", linewidth=0.8)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_ylabel("throughput / volatile")
+    ax.set_title(
+        f"Workloads at {threads} thread{'s' if threads > 1 else ''}, normalised to volatile"
+    )
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = out.figures / f"suite-normalised-{threads}t.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def figure_suite_threads(doc: dict, out: Output) -> Path:
+    p = doc["parameters"]
+    names, variants, threads = suite_workloads(doc), p["variants"], p["threads"]
+    cols = min(4, len(names))
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
+    for k, n in enumerate(names):
+        ax = axes[k // cols][k % cols]
+        for v in variants:
+            ys = [suite_median(doc, n, t, v) for t in threads]
+            ax.plot(threads, [m["median"] / 1e6 if m else math.nan for m in ys], marker="o",
+                    label=v, color=COLORS.get(v))  # fmt: skip
+        ax.set_title(n, fontsize=10)
+        ax.set_xticks(threads)
+        ax.set_xlabel("threads")
+        ax.set_ylabel("Mops/s")
+        ax.grid(alpha=0.3)
+    for k in range(len(names), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path = out.figures / "suite-threads.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def section_suite(doc: dict, out: Output) -> list[str]:
+    p = doc["parameters"]
+    variants = p["variants"]
+    rows = []
+    for n in suite_workloads(doc):
+        for t in p["threads"]:
+            row = [n, str(t)]
+            for v in variants:
+                m = suite_median(doc, n, t, v)
+                r = suite_ratio(doc, n, t, v, "volatile") if v != "volatile" else None
+                cell = f"{m['median'] / 1e6:.3g}" if m else "–"
+                if r is not None:
+                    cell += f" ({fmt_ratio(r)})"
+                row.append(cell)
+            rows.append(row)
+    figs = [figure_suite_normalised(doc, out, t) for t in p["threads"]]
+    figs.append(figure_suite_threads(doc, out))
+    return [
+        "## suite: the workloads in every variant",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        f"- Scale: {p['scale']} (sizes from each workload's workload.json)",
+        "",
+        "Median throughput in Mops/s; in brackets the median ratio to `volatile` measured in "
+        "the same repetition.",
+        "",
+        *table(["workload", "threads", *variants], rows, "ll" + "r" * len(variants)),
+        "",
+        *(f"![suite]({out.link(f)})" for f in figs),
+    ]
+
+
 # ---- the document -------------------------------------------------------------------------
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
@@ -635,6 +756,7 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
     "trace": section_trace,
     "explore": section_explore,
+    "suite": section_suite,
 }
 
 
@@ -671,7 +793,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     results = Path(args.results_dir)
     docs = []
-    for path in sorted(results.glob("*.json")):
+    suites = sorted(results.glob("suite-*.json"))  # dated: only the newest is reported
+    paths = [q for q in sorted(results.glob("*.json")) if not q.name.startswith("suite-")]
+    for path in paths + suites[-1:]:
         try:
             doc = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -683,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
         docs.append(doc)
     md = Path(args.out)
     out = Output(md=md, figures=md.parent / "figures")
-    md.parent.mkdir(parents=True, exist_ok=True)
+    out.figures.mkdir(parents=True, exist_ok=True)
     md.write_text(render(docs, out))
     print(f"report.py: wrote {md} from {len(docs)} results file(s)", file=sys.stderr)
     return 0

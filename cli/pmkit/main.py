@@ -158,6 +158,38 @@ def run_explorer(argv: list[str]) -> int:
     return EXIT_USAGE  # not reached
 
 
+# ---- bench ------------------------------------------------------------------------------------
+
+BENCH_HELP = """usage: pmkit bench run [--suite ds|tx|lf|all] [--variants V,...] [--threads 1,2]
+                       [--repeat N] [--scale quick|full] [--seconds S] [--only NAME]
+       pmkit bench report
+
+run: every workload of bench/suite.json in every variant, interleaved; writes
+     bench/results/suite-<date>-<commit>.json (bench/results/tmp/ with --scale quick).
+report: regenerate docs/results.md and docs/figures/ from bench/results/*.json.
+"""
+
+
+def run_bench(argv: list[str]) -> int:
+    """`pmkit bench`: the harness scripts in the source tree do the work."""
+    import os
+    from pathlib import Path
+
+    if not argv or argv[0] in ("-h", "--help"):
+        print(BENCH_HELP, end="")
+        return EXIT_OK if argv else EXIT_USAGE
+    scripts = {"run": "suite.py", "report": "report.py"}
+    if argv[0] not in scripts:
+        print(f"pmkit: error: unknown bench action '{argv[0]}' (run or report)", file=sys.stderr)
+        return EXIT_USAGE
+    script = Path(__file__).resolve().parents[2] / "bench" / scripts[argv[0]]
+    if not script.exists():
+        raise paths.EnvError("pmkit bench needs the pmkit source tree (bench/ is not installed)")
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, str(script), *argv[1:]])
+    return EXIT_USAGE  # not reached
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 
@@ -170,6 +202,9 @@ def build_parser() -> Parser:
         sub.add_parser(name, help=f"compile with clang-16 and pmkit ({name} --help for more)")
     sub.add_parser(
         "explore", help="trace a program and check every crash image (explore --help for more)"
+    )
+    sub.add_parser(
+        "bench", help="run the workload suite or regenerate docs/results.md (bench --help)"
     )
 
     pool = sub.add_parser("pool", help="create, inspect, check and collect pools")
@@ -210,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             return cc.run(argv[1:], cxx=argv[0] == "c++")
         if argv and argv[0] == "explore":
             return run_explorer(argv[1:])
+        if argv and argv[0] == "bench":
+            return run_bench(argv[1:])
         ap = build_parser()
         args = ap.parse_args(argv)
         if not getattr(args, "func", None):

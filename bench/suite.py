@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Runs the workload suite (bench/suite.json): every workload x variant x thread count, the
+variants interleaved, and writes bench/results/suite-<date>-<commit>.json. `pmkit bench run`
+calls this; `pmkit bench report` (bench/report.py) turns the newest such file into the suite's
+tables and figures in docs/results.md.
+
+For each repetition, workload and thread count, every variant runs once, in an order rotated
+from one configuration to the next, so that drift on a shared machine affects all variants alike
+and ratios to `volatile` can be quoted from one run. Sizes come from each workload's
+workload.json: "full" (the papers' sizes) or "quick". Each run is a timed window (--seconds)
+after a warm-up, on a fresh pool in a fresh directory under /dev/shm. The machine, commit, every
+repetition, medians and min/max go into the JSON. A rebuilt binary stops the run (no results).
+
+Usage: python bench/suite.py [--suite ds|tx|lf|all] [--variants v1,v2] [--threads 1,2]
+       [--repeat N] [--scale quick|full] [--seconds S] [--build-dir DIR] [--only NAME]
+Exit status: 0 success, 1 a run failed, 2 a usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as harness  # noqa: E402  (bench/run.py: machine, commit, run_once, build checks)
+
+BENCH = Path(__file__).resolve().parent
+VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"thread counts must be >= 1: {text}")
+    return out
+
+
+def workloads(suite: str, only: str | None) -> list[tuple[str, str]]:
+    suites = json.loads((BENCH / "suite.json").read_text())["suites"]
+    if suite != "all" and suite not in suites:
+        raise harness.HarnessError(f"unknown suite {suite} (choose from all, {', '.join(suites)})")
+    out = [(s, n) for s, names in suites.items() if suite in ("all", s) for n in names]
+    if only:
+        out = [(s, n) for s, n in out if n == only]
+        if not out:
+            raise harness.HarnessError(f"no workload {only} in the chosen suite")
+    return out
+
+
+def size_args(meta: dict, scale: str) -> list[str]:
+    sizes = meta.get(scale) or meta.get("full") or {}
+    out = []
+    for k, v in sizes.items():
+        out += [f"--{k.replace('_', '-')}", str(v)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", default="all")
+    ap.add_argument("--only")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--threads", type=int_list, default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--scale", choices=["quick", "full"], default="full")
+    ap.add_argument("--seconds", type=float)
+    ap.add_argument("--build-dir", type=Path, default=BENCH.parent / "build")
+    ap.add_argument("--results-dir", type=Path, default=BENCH / "results")
+    args = ap.parse_args(argv)
+    try:
+        return run_suite(args)
+    except harness.HarnessError as e:
+        print(f"suite.py: {e}", file=sys.stderr)
+        return 2
+    except harness.RunError as e:
+        print(f"suite.py: run failed: {e}", file=sys.stderr)
+        return 1
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise harness.HarnessError(f"unknown variant {unknown[0]} (choose from {VARIANTS})")
+    seconds = args.seconds or (1.0 if args.scale == "full" else 0.3)
+    chosen = workloads(args.suite, args.only)
+    if not chosen:
+        raise harness.HarnessError("the suite has no workloads yet")
+    build = args.build_dir
+    binaries, files, metas = {}, [], {}
+    for _, name in chosen:
+        metas[name] = json.loads((BENCH / name / "workload.json").read_text())
+        for v in variants:
+            b = build / "bench" / name / f"bench_{name}-{v}"
+            if not b.exists():
+                raise harness.HarnessError(f"{b} is missing: build first (make build)")
+            binaries[name, v] = b
+            files += harness.build_files(b, build)
+    built = harness.fingerprint(files)
+    env = harness.base_env()
+    configs = [(s, n, t) for s, n in chosen for t in args.threads]
+    total = args.repeat * len(configs) * len(variants)
+    print(
+        f"suite.py: {len(chosen)} workload(s) x {len(args.threads)} thread count(s) x "
+        f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
+        file=sys.stderr,
+    )
+    runs, done = [], 0
+    started = datetime.datetime.now(datetime.UTC)
+    for rep in range(args.repeat):
+        for ci, (suite, name, threads) in enumerate(configs):
+            shift = (rep + ci) % len(variants)
+            for order, v in enumerate(variants[shift:] + variants[:shift]):
+                harness.check_build(files, built, build)
+                pool_dir = tempfile.mkdtemp(prefix=f"pmkit-suite-{name}-", dir="/dev/shm")
+                cmd = [
+                    str(binaries[name, v]), *size_args(metas[name], args.scale),
+                    "--threads", str(threads), "--seconds", str(seconds),
+                    "--warmup", str(min(0.2, seconds / 2)), "--pool-dir", pool_dir,
+                ]  # fmt: skip
+                try:
+                    result = harness.run_once(cmd, env, 120 + 20 * seconds)
+                finally:
+                    shutil.rmtree(pool_dir, ignore_errors=True)
+                done += 1
+                harness.progress(
+                    done, total,
+                    f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
+                    f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
+                )  # fmt: skip
+                runs.append(
+                    {"repetition": rep, "order": order, "suite": suite, "workload": name,
+                     "threads": threads, "variant": v, "command": cmd[1:], "result": result}
+                )  # fmt: skip
+    harness.check_build(files, built, build)
+    medians = []
+    for suite, name, threads in configs:
+        for v in variants:
+            xs = [
+                r["result"]["ops_per_sec"]
+                for r in runs
+                if r["workload"] == name and r["threads"] == threads and r["variant"] == v
+            ]
+            medians.append(
+                {"suite": suite, "workload": name, "threads": threads, "variant": v,
+                 "median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+            )  # fmt: skip
+    commit = harness.git_commit()
+    doc = {
+        "schema": 1,
+        "benchmark": "suite",
+        "description": "Median throughput of every workload of bench/suite.json in each variant "
+        "(operations per second over a timed window), the baseline every pmkit mode is "
+        "measured against.",
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
+        "machine": harness.machine_info(build),
+        "commit": commit,
+        "parameters": {
+            "suite": args.suite,
+            "variants": variants,
+            "threads": args.threads,
+            "repetitions": args.repeat,
+            "scale": args.scale,
+            "seconds": seconds,
+            "workloads": {n: metas[n] for _, n in chosen},
+        },  # fmt: skip
+        "runs": runs,
+        "medians": medians,
+    }
+    out_dir = args.results_dir if args.scale == "full" else args.results_dir / "tmp"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    out = out_dir / f"suite-{stamp}-{commit.get('sha', 'unknown')[:12]}.json"
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"suite.py: wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
