@@ -8,8 +8,8 @@ promises crash consistency.
 - hand-adr: `pmkit explore` records a short run of the traced build and checks the crash images
   of volatile caches (model x86) with the hand-adr build's `--check`.
 - Every checker must also catch a corrupted pool: with the operation counter of the run rewound
-  (the replay then expects older values), and for key-value workloads with one byte of a stored
-  value flipped.
+  (the replay then expects older values), and for workloads that store bench_make_value values
+  (workload.json: not a set, "values" not false) with one byte of a stored value flipped.
 
 A failure prints the seed that reproduces it. Usage:
   python bench/crashtest.py [--build-dir DIR] [--suite ds|tx|lf|all] [--only NAME] [--trials N]
@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                     # Long enough that the kill lands mid-run, short enough to resume.
                     long_run = [*size[:2], "--ops", str(meta["crash_ops"] * 30)]
                     kill_trials(b, work, long_run, trials, rng, tag)
-                    corrupt_tests(b, work, size, not meta.get("set", False), tag)
+                    values = not meta.get("set", False) and meta.get("values", True)
+                    corrupt_tests(b, work, size, values, tag)
                     print(f"ok   {tag}: {trials} kills recovered, corruptions caught")
                 except Failure as e:
                     failures += 1
