@@ -72,11 +72,19 @@ void *pm_alloc(size_t n);
 /* Free a block from pm_alloc (deferred to commit under pmdk). */
 void pm_free(void *p);
 
-/* ---- locks (DRAM: recovery never waits for one) ------------------------- */
+/* ---- locks (DRAM: recovery never waits for one) -------------------------
+ * Under pmdk a release inside an operation's transaction is deferred until
+ * the transaction has committed (or aborted): another thread must not see,
+ * and build on, a write that a crash could still roll back after its own
+ * commit. So an operation must not take a lock again after releasing it. */
 typedef pthread_mutex_t bench_lock;
 #define bench_lock_init(l) pthread_mutex_init((l), NULL)
 #define bench_lock_acquire(l) pthread_mutex_lock(l)
+#ifdef BENCH_PMDK
+void bench_lock_release(bench_lock *l);
+#else
 #define bench_lock_release(l) pthread_mutex_unlock(l)
+#endif
 
 /* ---- configuration (set by the driver before load) ---------------------- */
 struct bench_config {

@@ -185,6 +185,26 @@ void pm_free(void *p) {
 #endif
 }
 
+/* ---- locks under pmdk: released after the transaction ends ------------ */
+#ifdef BENCH_PMDK
+#define MAX_HELD 64
+static __thread bench_lock *held[MAX_HELD];
+static __thread unsigned nheld;
+
+void bench_lock_release(bench_lock *l) {
+  if (pmemobj_tx_stage() == TX_STAGE_NONE || nheld == MAX_HELD) {
+    pthread_mutex_unlock(l); /* outside a transaction (or too many) */
+    return;
+  }
+  held[nheld++] = l;
+}
+
+static void release_held(void) {
+  while (nheld)
+    pthread_mutex_unlock(held[--nheld]);
+}
+#endif
+
 /* ---- the pool ------------------------------------------------------------ */
 
 #ifdef BENCH_PMDK
@@ -307,6 +327,7 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   }
   TX_ONABORT { err = err ? err : -1; }
   TX_END
+  release_held(); /* only now may others see what it wrote */
 #else
   err = bench_workload->op(root, t, &op, scratch);
   if (!err) {
