@@ -65,6 +65,21 @@ def check(b: Path, pool: Path, expect_ok: bool, what: str) -> str:
     return r.stdout.strip()
 
 
+def wait_for_pool(p: subprocess.Popen, pool: Path, tag: str, limit: float = 60.0):
+    t0 = time.monotonic()
+    while not pool.exists():
+        if p.poll() is not None:
+            err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
+            raise Failure(
+                f"{tag}: the run ended (exit {p.returncode}) before its pool appeared: {err}"
+            )
+        if time.monotonic() - t0 > limit:
+            p.kill()
+            p.wait()
+            raise Failure(f"{tag}: no pool {pool} after {limit:.0f} s")
+        time.sleep(0.002)
+
+
 def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.Random, tag: str):
     for trial in range(trials):
         seed = rng.randrange(1 << 31)
@@ -73,10 +88,15 @@ def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.R
         pool = work / f"kill-{trial}.pool"
         cmd = [str(b), *args, "--threads", str(threads), "--seed", str(seed), "--pool", str(pool)]
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # The delay counts from the moment the pool exists: before that a kill tests nothing
+        # (pools appear under their name only once created), and a loaded machine may take
+        # longer than the delay just to start the process.
+        wait_for_pool(p, pool, tag)
         time.sleep(delay)
         p.kill()
         p.wait()
-        what = f"{tag}: kill after {delay:.3f} s, {threads} thread(s) (--seed {seed})"
+        what = f"{tag}: kill {delay:.3f} s after the pool appeared, {threads} thread(s)"
+        what += f" (--seed {seed})"
         check(b, pool, True, what)
         # Resume the interrupted run to its end, then check again.
         r = run(cmd)

@@ -241,8 +241,24 @@ static int pool_setup(const char *path, int create, char *why, size_t wn) {
   return 0;
 #elif defined(BENCH_PMDK)
   uint64_t mib = opt.pool_mib ? opt.pool_mib : 64;
-  bench_pop = create ? pmemobj_create(path, LAYOUT, mib << 20, 0644)
-                     : pmemobj_open(path, LAYOUT);
+  if (create) {
+    /* Created under a temporary name and renamed when complete (as pmkit
+     * pools are), so a crash during creation never leaves a half-made pool
+     * under the run's name. */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.creating", path);
+    unlink(tmp);
+    bench_pop = pmemobj_create(tmp, LAYOUT, mib << 20, 0644);
+    if (bench_pop && rename(tmp, path)) {
+      snprintf(why, wn, "%s: cannot rename into place: %s", tmp,
+               strerror(errno));
+      pmemobj_close(bench_pop);
+      unlink(tmp);
+      return -1;
+    }
+  } else {
+    bench_pop = pmemobj_open(path, LAYOUT);
+  }
   if (!bench_pop)
     return snprintf(why, wn, "%s: %s", path, pmemobj_errormsg()), -1;
   PMEMoid r = pmemobj_root(bench_pop, size);
