@@ -66,21 +66,43 @@ extern PMEMobjpool *bench_pop;
 #define PM_TX_ADD(p, n) ((void)(p), (void)(n))
 #endif
 
+/* ---- several words that change together --------------------------------
+ * PM_UNDO(p, n): call before an operation first modifies the PM range
+ * [p, p+n) when it changes several words that must change together (node
+ * splits, rotations, multi-row transactions). The hand variants save the
+ * old bytes in the thread's persistent undo log, durably before it returns;
+ * pmdk snapshots the range in the operation's transaction; volatile does
+ * nothing. When the operation returns 0 the driver writes back every logged
+ * range and commits the operation together with its completed-operation
+ * counter; when it returns -1, and after a crash, the logged ranges are
+ * rolled back before anything else runs. Do not log memory allocated in the
+ * same operation (a rolled-back operation only leaks it). At most
+ * BENCH_UNDO_BYTES of log per operation. */
+#define BENCH_UNDO_BYTES (256u << 10)
+#if defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
+void bench_undo(const void *p, size_t n);
+#define PM_UNDO(p, n) bench_undo((p), (n))
+#else
+#define PM_UNDO(p, n) PM_TX_ADD((p), (n))
+#endif
+
 /* Allocate n bytes, zeroed, from the variant's heap (malloc, the pmkit pool
  * or the pmdk transaction); NULL when it is exhausted. */
 void *pm_alloc(size_t n);
-/* Free a block from pm_alloc (deferred to commit under pmdk). */
+/* Free a block from pm_alloc; inside an operation the free is deferred
+ * until the operation has committed. */
 void pm_free(void *p);
 
 /* ---- locks (DRAM: recovery never waits for one) -------------------------
- * Under pmdk a release inside an operation's transaction is deferred until
- * the transaction has committed (or aborted): another thread must not see,
- * and build on, a write that a crash could still roll back after its own
- * commit. So an operation must not take a lock again after releasing it. */
+ * In the persistent variants a release inside an operation is deferred
+ * until the operation has committed (or rolled back): another thread must
+ * not see, and build on, a write that a crash could still roll back after
+ * its own commit. So an operation must not take a lock again after
+ * releasing it (two-phase locking). */
 typedef pthread_mutex_t bench_lock;
 #define bench_lock_init(l) pthread_mutex_init((l), NULL)
 #define bench_lock_acquire(l) pthread_mutex_lock(l)
-#ifdef BENCH_PMDK
+#ifndef BENCH_VOLATILE
 void bench_lock_release(bench_lock *l);
 #else
 #define bench_lock_release(l) pthread_mutex_unlock(l)
@@ -144,7 +166,9 @@ int bench_fail(struct bench_check *c, const char *fmt, ...)
  * The driver calls init once on a fresh pool, then loads the keys by
  * calling op with BENCH_INSERT for keys 0..keys-1 (a set: the even keys),
  * stamp bench_load_stamp(key), one operation at a time like the run does,
- * so the load is crash-consistent and resumable too. */
+ * so the load is crash-consistent and resumable too. After a crash the
+ * driver may repeat the last insert of the load: an INSERT of a key that is
+ * present must act as an UPDATE with the op's stamp. */
 struct bench_workload {
   const char *name;
   size_t root_size; /* bytes of its persistent root, zeroed at creation   */

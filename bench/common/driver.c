@@ -37,6 +37,20 @@
 #define GOLDEN 0x9e3779b97f4a7c15ull
 #define STAMP_SHIFT 48
 
+/* A thread's undo log (PM_UNDO): entries of {address, length, old bytes
+ * padded to 8}, valid up to `used`. An entry is durable before `used`
+ * grows over it, so a torn entry is never rolled back; `used` returns to 0
+ * (one 8-byte store) when the operation commits or has been rolled back. */
+struct undo_ent {
+  uint64_t addr, len;
+};
+struct undo_log {
+  uint64_t used;
+  char pad[56];
+  /* the operation's bytes, then the counter's entry at commit */
+  unsigned char data[BENCH_UNDO_BYTES + sizeof(struct undo_ent) + 8];
+};
+
 /* The persistent run header, followed (64-byte aligned) by the workload's
  * root. Each thread's counter has a line of its own. */
 struct run_hdr {
@@ -46,8 +60,9 @@ struct run_hdr {
   uint64_t keys, seed, read_pct, value_size, threads, root_size;
   char workload[64];
   struct {
-    uint64_t done; /* operations 0..done-1 of the stream are durable */
-    char pad[56];
+    uint64_t done;         /* operations 0..done-1 of the stream are durable */
+    struct undo_log *undo; /* the thread's undo log (hand variants)  */
+    char pad[48];
   } slot[MAX_THREADS] __attribute__((aligned(64)));
 };
 #define WROOT(h) ((void *)((char *)(h) + sizeof(struct run_hdr)))
@@ -149,6 +164,40 @@ int bench_value_check(const void *buf, size_t size, uint64_t key,
   return 0;
 }
 
+/* ---- what an operation defers to its end ----------------------------------
+ * Lock releases (two-phase locking, bench.h) and, in the hand variants,
+ * frees: a block freed by an operation that is then rolled back is still
+ * referenced. */
+#ifndef BENCH_VOLATILE
+#define MAX_HELD 64
+#define MAX_FREES 1024
+static __thread struct {
+  int in_op;
+  unsigned t; /* the thread slot whose log the operation uses */
+  unsigned nheld, nfrees;
+  bench_lock *held[MAX_HELD];
+  void *frees[MAX_FREES];
+} cur;
+
+void bench_lock_release(bench_lock *l) {
+  if (!cur.in_op) {
+    pthread_mutex_unlock(l);
+    return;
+  }
+  if (cur.nheld == MAX_HELD)
+    die("an operation released more than %u locks", MAX_HELD);
+  cur.held[cur.nheld++] = l;
+}
+
+static void op_end(void) {
+  cur.in_op = 0;
+  while (cur.nheld)
+    pthread_mutex_unlock(cur.held[--cur.nheld]);
+  while (cur.nfrees)
+    pm_free(cur.frees[--cur.nfrees]);
+}
+#endif
+
 /* ---- memory ------------------------------------------------------------- */
 
 void *pm_alloc(size_t n) {
@@ -181,29 +230,15 @@ void pm_free(void *p) {
   else
     pmemobj_free(&o);
 #else
+  if (cur.in_op) {
+    if (cur.nfrees == MAX_FREES)
+      die("an operation freed more than %u blocks", MAX_FREES);
+    cur.frees[cur.nfrees++] = p;
+    return;
+  }
   pmkit_free(pool, p);
 #endif
 }
-
-/* ---- locks under pmdk: released after the transaction ends ------------ */
-#ifdef BENCH_PMDK
-#define MAX_HELD 64
-static __thread bench_lock *held[MAX_HELD];
-static __thread unsigned nheld;
-
-void bench_lock_release(bench_lock *l) {
-  if (pmemobj_tx_stage() == TX_STAGE_NONE || nheld == MAX_HELD) {
-    pthread_mutex_unlock(l); /* outside a transaction (or too many) */
-    return;
-  }
-  held[nheld++] = l;
-}
-
-static void release_held(void) {
-  while (nheld)
-    pthread_mutex_unlock(held[--nheld]);
-}
-#endif
 
 /* ---- the pool ------------------------------------------------------------ */
 
@@ -305,6 +340,123 @@ static void hdr_store(uint64_t *w, uint64_t v) {
 #endif
 }
 
+/* ---- the undo log (hand variants) ---------------------------------------- */
+#if defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
+static size_t ent_size(uint64_t len) {
+  return sizeof(struct undo_ent) + ((len + 7) & ~(uint64_t)7);
+}
+
+static struct undo_log *undo_log_of(unsigned t) {
+  struct undo_log *l = hdr->slot[t].undo;
+  if (l)
+    return l;
+  if (pmkit_alloc(pool, sizeof *l, (void **)&l))
+    die("no room for thread %u's undo log: %s", t, pmkit_errormsg());
+  l->used = 0;
+  PM_PERSIST(&l->used, sizeof l->used);
+  hdr->slot[t].undo = l; /* a crash before this leaks the block */
+  PM_PERSIST(&hdr->slot[t].undo, sizeof hdr->slot[t].undo);
+  return l;
+}
+
+static void undo_append(struct undo_log *l, const void *p, size_t n) {
+  size_t need = ent_size(n);
+  struct undo_ent *e = (struct undo_ent *)(l->data + l->used);
+  e->addr = (uintptr_t)p;
+  e->len = n;
+  memcpy(e + 1, p, n);
+  PM_PERSIST(e, need); /* the entry, then the length that admits it */
+  l->used += need;
+  PM_PERSIST(&l->used, sizeof l->used);
+}
+
+void bench_undo(const void *p, size_t n) {
+  if (!cur.in_op)
+    die("PM_UNDO outside an operation");
+  if (!n)
+    return;
+  struct undo_log *l = undo_log_of(cur.t);
+  if (l->used + ent_size(n) > BENCH_UNDO_BYTES)
+    die("an operation logged more than %u bytes (BENCH_UNDO_BYTES)",
+        BENCH_UNDO_BYTES);
+  undo_append(l, p, n);
+}
+
+/* Walk the entries of l; NULL if one is malformed. */
+static struct undo_ent *undo_next(struct undo_log *l, uint64_t *at) {
+  if (*at >= l->used)
+    return NULL;
+  struct undo_ent *e = (struct undo_ent *)(l->data + *at);
+  if (!e->len || e->len > BENCH_UNDO_BYTES ||
+      *at + ent_size(e->len) > l->used ||
+      !pmkit_in_pool((void *)(uintptr_t)e->addr) ||
+      !pmkit_in_pool((char *)(uintptr_t)e->addr + e->len - 1))
+    return NULL;
+  *at += ent_size(e->len);
+  return e;
+}
+
+/* Restore the old bytes, newest entry first (a range logged twice ends
+ * with its oldest bytes); a crash midway rolls back again. 0 or -1 if the
+ * log is malformed (it is then left alone). */
+static int undo_rollback(struct undo_log *l) {
+  struct undo_ent **ents = malloc(sizeof l->data / 16 * sizeof *ents);
+  unsigned n = 0;
+  uint64_t at = 0;
+  if (!ents)
+    die("out of memory for a rollback");
+  for (struct undo_ent *e; (e = undo_next(l, &at));)
+    ents[n++] = e;
+  if (at != l->used || l->used > sizeof l->data) {
+    free(ents);
+    return -1;
+  }
+  while (n--) {
+    void *dst = (void *)(uintptr_t)ents[n]->addr;
+    memcpy(dst, ents[n] + 1, ents[n]->len);
+    PM_FLUSH(dst, ents[n]->len);
+  }
+  free(ents);
+  PM_FENCE();
+  l->used = 0;
+  PM_PERSIST(&l->used, sizeof l->used);
+  return 0;
+}
+
+/* Write back what the operation logged, then commit it with its counter:
+ * the counter is logged too, so the one store that empties the log
+ * commits both. */
+static void undo_commit(struct undo_log *l, uint64_t *done, uint64_t next) {
+  undo_append(l, done, sizeof *done);
+  *done = next;
+  uint64_t at = 0;
+  for (struct undo_ent *e; (e = undo_next(l, &at));)
+    PM_FLUSH((void *)(uintptr_t)e->addr, e->len);
+  PM_FENCE();
+  l->used = 0;
+  PM_PERSIST(&l->used, sizeof l->used);
+}
+
+/* Recovery: roll back every thread's uncommitted operation. */
+static int undo_recover(char *why, size_t wn) {
+  for (unsigned t = 0; t < MAX_THREADS; t++) {
+    struct undo_log *l = hdr->slot[t].undo;
+    if (!l || !l->used)
+      continue;
+    if (!pmkit_in_pool(l) || !pmkit_in_pool((char *)(l + 1) - 1) ||
+        undo_rollback(l))
+      return snprintf(why, wn, "thread %u's undo log is malformed", t), -1;
+  }
+  return 0;
+}
+#else
+static int undo_recover(char *why, size_t wn) {
+  (void)why;
+  (void)wn;
+  return 0;
+}
+#endif
+
 /* ---- the run ----------------------------------------------------------- */
 
 static atomic_int start_flag, stop_flag;
@@ -326,12 +478,17 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   void *root = WROOT(hdr);
   int err = 0;
   pmkit_mark_begin(kind_name[op.kind]);
+#ifndef BENCH_VOLATILE
+  cur.in_op = 1;
+  cur.t = t;
+#endif
 #ifdef BENCH_PMDK
   if (bench_workload->notx) { /* Mirror-style: the workload persists */
     if (!(err = bench_workload->op(root, t, &op, scratch))) {
       *done = next;
       pmemobj_persist(bench_pop, done, sizeof *done);
     }
+    op_end();
     pmkit_mark_end(kind_name[op.kind]);
     return err;
   }
@@ -343,13 +500,23 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   }
   TX_ONABORT { err = err ? err : -1; }
   TX_END
-  release_held(); /* only now may others see what it wrote */
+  op_end(); /* only now may others see what it wrote */
+#elif defined(BENCH_VOLATILE)
+  if (!(err = bench_workload->op(root, t, &op, scratch)))
+    *done = next;
 #else
   err = bench_workload->op(root, t, &op, scratch);
-  if (!err) {
+  struct undo_log *l = hdr->slot[t].undo;
+  if (l && l->used) {
+    if (!err)
+      undo_commit(l, done, next);
+    else if (undo_rollback(l))
+      die("thread %u's undo log is malformed", t);
+  } else if (!err) {
     *done = next; /* only once the operation is durable */
     PM_PERSIST(done, sizeof *done);
   }
+  op_end(); /* only now may others see what it wrote */
 #endif
   pmkit_mark_end(kind_name[op.kind]);
   return err;
@@ -495,14 +662,17 @@ static int compare(struct bench_check *c) {
   uint64_t *last = calloc(keys, sizeof *last);
   if (!exp_present || !exp_stamp || !last)
     die("out of memory for the replay");
+  /* An interrupted load holds the keys below its cursor; the next one to
+   * load is in flight. */
+  int loading = !hdr->loaded;
   for (uint64_t k = 0; k < keys; k++) {
-    exp_present[k] = !set || k % 2 == 0;
+    exp_present[k] = (!set || k % 2 == 0) && (!loading || k < hdr->load_next);
     exp_stamp[k] = bench_load_stamp(k);
   }
   int rc = 0;
   char a[64], b[64];
-  if (cfg.threads == 1) {
-    uint64_t done = hdr->slot[0].done;
+  if (cfg.threads == 1 || loading) {
+    uint64_t done = loading ? 0 : hdr->slot[0].done;
     for (uint64_t i = 0; i < done; i++) {
       struct bench_op op = bench_op_at(0, i);
       if (op.kind == BENCH_UPDATE ||
@@ -514,6 +684,12 @@ static int compare(struct bench_check *c) {
       }
     }
     struct bench_op fl = bench_op_at(0, done); /* in flight, maybe */
+    if (loading) {
+      uint64_t k = hdr->load_next + (set && hdr->load_next % 2);
+      fl = (struct bench_op){k < keys ? BENCH_INSERT : BENCH_READ, k,
+                             bench_load_stamp(k), 0};
+      done = hdr->load_next;
+    }
     for (uint64_t k = 0; k < keys && !rc; k++) {
       int ok = c->present[k] == exp_present[k] &&
                (!exp_present[k] || c->stamp[k] == exp_stamp[k]);
@@ -527,13 +703,12 @@ static int compare(struct bench_check *c) {
         continue;
       stamp_text(exp_stamp[k], a, sizeof a);
       stamp_text(c->stamp[k], b, sizeof b);
-      rc = bench_fail(c,
-                      "key %" PRIu64 ": expected %s%s after %" PRIu64
-                      " operations, found %s%s",
-                      k, exp_present[k] ? "the value of " : "no entry",
-                      exp_present[k] ? a : "", done,
-                      c->present[k] ? "the value of " : "no entry",
-                      c->present[k] ? b : "");
+      rc = bench_fail(
+          c, "key %" PRIu64 ": expected %s%s after %" PRIu64 " %s, found %s%s",
+          k, exp_present[k] ? "the value of " : "no entry",
+          exp_present[k] ? a : "", done,
+          loading ? "keys of the load" : "operations",
+          c->present[k] ? "the value of " : "no entry", c->present[k] ? b : "");
     }
   } else {
     for (unsigned t = 0; t < cfg.threads; t++)
@@ -577,8 +752,15 @@ static int cmd_check(const char *path) {
     fprintf(stderr, "bench_%s: cannot open %s\n", bench_workload->name, why);
     return 2;
   }
-  if (hdr->magic != HDR_MAGIC || !hdr->loaded) {
-    printf("consistent: the run had not finished loading\n");
+  if (undo_recover(why, sizeof why)) {
+    printf("INCONSISTENT: %s\n", why);
+    pool_teardown();
+    return 1;
+  }
+  if (hdr->magic != HDR_MAGIC ||
+      (!hdr->loaded && bench_workload->own_compare)) {
+    printf("consistent: the run had not finished %s\n",
+           hdr->magic != HDR_MAGIC ? "its set-up" : "loading");
     pool_teardown();
     return 0;
   }
@@ -743,7 +925,7 @@ int main(int argc, char **argv) {
     remove_after = !opt.keep;
   }
 #endif
-  if (pool_setup(path, fresh, why, sizeof why))
+  if (pool_setup(path, fresh, why, sizeof why) || undo_recover(why, sizeof why))
     die("%s", why);
   fresh = fresh || hdr->magic != HDR_MAGIC;
   hdr_setup(fresh);

@@ -7,7 +7,9 @@
  * pointer to its value block; an update writes the new value into a fresh
  * block, makes it durable, then swaps the node's pointer (the commit, one
  * 8-byte store) and frees the old block, so a crash leaves either value.
- * An insert makes the node durable before linking it at the bucket's head.
+ * An insert makes the node durable before linking it at the bucket's head;
+ * an insert of a key already there (a load insert repeated after a crash)
+ * updates it.
  * Readers copy the value under the bucket lock, so a freed block is never
  * read.
  */
@@ -98,24 +100,24 @@ static int hm_op(void *rootp, unsigned tid, const struct bench_op *op,
   void *v = new_value(op->key, op->stamp, scratch);
   if (!v)
     return -1;
-  if (op->kind == BENCH_INSERT) {
-    struct node *n = pm_alloc(sizeof *n);
-    if (!n)
-      return -1;
-    n->key = op->key;
-    n->val = v;
-    bench_lock_acquire(&locks[b]);
-    n->next = r->bucket[b];
-    PM_PERSIST(n, sizeof *n); /* the value's flush is ordered too */
+  struct node *fresh = NULL;
+  if (op->kind == BENCH_INSERT && !(fresh = pm_alloc(sizeof *fresh)))
+    return -1;
+  PM_FENCE(); /* the new value is durable before it is published */
+  bench_lock_acquire(&locks[b]);
+  struct node *n = find(r, b, op->key);
+  if (fresh && !n) {
+    fresh->key = op->key;
+    fresh->val = v;
+    fresh->next = r->bucket[b];
+    PM_PERSIST(fresh, sizeof *fresh);
     PM_TX_ADD(&r->bucket[b], sizeof r->bucket[b]);
-    r->bucket[b] = n; /* the commit */
+    r->bucket[b] = fresh; /* the commit */
     PM_PERSIST(&r->bucket[b], sizeof r->bucket[b]);
     bench_lock_release(&locks[b]);
     return 0;
   }
-  PM_FENCE(); /* the new value is durable before it is published */
-  bench_lock_acquire(&locks[b]);
-  struct node *n = find(r, b, op->key);
+  pm_free(fresh); /* an insert of a present key updates it */
   void *old = n ? n->val : NULL;
   if (n) {
     PM_TX_ADD(&n->val, sizeof n->val);
