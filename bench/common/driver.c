@@ -84,8 +84,8 @@ static struct {
   double seconds, warmup;
   const char *pool, *pool_dir, *check;
   uint64_t pool_mib;
-  int keep, info;
-} opt = {0, 1.0, 0.2, NULL, NULL, NULL, 0, 0, 0};
+  int keep, info, load_only;
+} opt = {0, 1.0, 0.2, NULL, NULL, NULL, 0, 0, 0, 0};
 
 static _Noreturn void die(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
@@ -599,9 +599,17 @@ static void hdr_setup(int fresh) {
     die("the pool holds a run of %.*s", (int)sizeof hdr->workload,
         hdr->workload);
   if (hdr->keys != cfg.keys || hdr->seed != cfg.seed ||
-      hdr->read_pct != cfg.read_pct || hdr->value_size != cfg.value_size ||
-      hdr->threads != cfg.threads)
+      hdr->read_pct != cfg.read_pct || hdr->value_size != cfg.value_size)
     die("the pool holds a run with other parameters; use a fresh pool");
+  if (hdr->threads != cfg.threads) {
+    /* A loaded pool whose run has not started (--load-only) takes any
+     * thread count; a started run resumes only with its own. */
+    for (unsigned t = 0; t < MAX_THREADS; t++)
+      if (hdr->slot[t].done)
+        die("the pool holds a run of %u thread(s); use a fresh pool",
+            (unsigned)hdr->threads);
+    hdr_store(&hdr->threads, cfg.threads);
+  }
 }
 
 /* ---- the checker ----------------------------------------------------- */
@@ -813,13 +821,15 @@ static const char usage_text[] =
     "usage: bench_NAME [--threads N] [--keys N] [--ops N | --seconds S]\n"
     "                  [--warmup S] [--scale F] [--seed S] [--read-pct P]\n"
     "                  [--value-size B] [--pool PATH | --pool-dir DIR]\n"
-    "                  [--pool-mib M] [--keep]\n"
+    "                  [--pool-mib M] [--keep] [--load-only]\n"
     "       bench_NAME --check POOL\n"
     "       bench_NAME --info\n"
     "Runs the workload and prints one JSON line. --ops runs a fixed count\n"
     "(split over the threads) and resumes an interrupted run of the same\n"
     "pool; otherwise it runs --seconds after --warmup. --scale multiplies\n"
-    "keys and ops. --check exits 0 if POOL is consistent, 1 if not.\n";
+    "keys and ops. --load-only loads the keys into --pool and stops: a run\n"
+    "on a copy of that pool may choose its --threads. --check exits 0 if\n"
+    "POOL is consistent, 1 if not.\n";
 
 static uint64_t num(const char *name, const char *v, uint64_t lo, uint64_t hi) {
   char *end;
@@ -849,6 +859,9 @@ static void parse(int argc, char **argv) {
       continue;
     } else if (!strcmp(a, "--info")) {
       opt.info = 1;
+      continue;
+    } else if (!strcmp(a, "--load-only")) {
+      opt.load_only = 1;
       continue;
     }
     i++;
@@ -901,6 +914,12 @@ int main(int argc, char **argv) {
   }
   if (opt.check)
     return cmd_check_or_refuse(opt.check);
+#ifdef BENCH_VOLATILE
+  if (opt.load_only)
+    die("the volatile variant keeps nothing to load into");
+#endif
+  if (opt.load_only && !opt.pool)
+    die("--load-only needs --pool");
   if (cfg.scale != 1.0) {
     cfg.keys = (uint64_t)(cfg.keys * cfg.scale) < 2
                    ? 2
@@ -950,6 +969,13 @@ int main(int argc, char **argv) {
     die("load failed");
   free(scratch);
   double load_s = now() - l0;
+  if (opt.load_only) {
+    pool_teardown();
+    printf("{\"benchmark\": \"%s\", \"variant\": \"%s\", \"keys\": %" PRIu64
+           ", \"load_seconds\": %.3f}\n",
+           bench_workload->name, VARIANT, cfg.keys, load_s);
+    return 0;
+  }
 
   for (unsigned t = 0; t < cfg.threads; t++) {
     struct worker *w = &workers[t];
