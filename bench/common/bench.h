@@ -181,6 +181,10 @@ struct bench_workload {
    * using bench_op_at and bench_done); the driver's key replay is skipped
    * and bench_found is not used. */
   int own_compare;
+  /* The name of every operation of the run in trace marks, and so in the
+   * explorer's reports (a transactional workload's transaction); NULL:
+   * the operation's kind (read, update, ...). Load inserts are "insert". */
+  const char *op_name;
   /* Default share of reads when --read-pct is not given (0: 50). */
   unsigned read_pct;
   /* Build the empty structure in the zeroed root (inside a transaction

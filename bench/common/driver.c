@@ -477,7 +477,10 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   struct bench_op op = *opp;
   void *root = WROOT(hdr);
   int err = 0;
-  pmkit_mark_begin(kind_name[op.kind]);
+  const char *name = bench_workload->op_name && op.stamp >> STAMP_SHIFT
+                         ? bench_workload->op_name
+                         : kind_name[op.kind];
+  pmkit_mark_begin(name);
 #ifndef BENCH_VOLATILE
   cur.in_op = 1;
   cur.t = t;
@@ -489,7 +492,7 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
       pmemobj_persist(bench_pop, done, sizeof *done);
     }
     op_end();
-    pmkit_mark_end(kind_name[op.kind]);
+    pmkit_mark_end(name);
     return err;
   }
   TX_BEGIN(bench_pop) {
@@ -518,7 +521,7 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
   }
   op_end(); /* only now may others see what it wrote */
 #endif
-  pmkit_mark_end(kind_name[op.kind]);
+  pmkit_mark_end(name);
   return err;
 }
 
@@ -587,7 +590,11 @@ static void hdr_setup(int fresh) {
       hdr->value_size = cfg.value_size;
       hdr->threads = cfg.threads;
       hdr->root_size = bench_workload->root_size;
-      snprintf(hdr->workload, sizeof hdr->workload, "%s", bench_workload->name);
+      /* Through a DRAM copy: libc's own writes into the pool are not
+       * traced, and the explorer must see every write. */
+      char name[sizeof hdr->workload] = "";
+      snprintf(name, sizeof name, "%s", bench_workload->name);
+      memcpy(hdr->workload, name, sizeof name);
       PM_PERSIST(hdr, offsetof(struct run_hdr, slot));
 #ifdef BENCH_PMDK
     }

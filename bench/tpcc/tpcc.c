@@ -289,6 +289,7 @@ static int tp_op(void *rootp, unsigned tid, const struct bench_op *op,
 
 static const struct bench_workload tpcc = {
     .name = "tpcc",
+    .op_name = "new_order",
     .root_size = sizeof(struct root),
     .set = 0,
     .own_compare = 1,
