@@ -145,17 +145,17 @@ def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
 def explore(build: Path, name: str, work: Path, args: list[str], budget: int, tag: str):
     traced = binary(build, name, "hand-adr-traced")
     checker = binary(build, name, "hand-adr")
-    pool = work / "explore.pool"
+    pool = work / f"explore-{name}.pool"  # the run leaves it behind
     cmd = [
         str(REPO / ".venv" / "bin" / "python"), "-m", "pmkit", "explore", "--no-progress",
-        "--budget", str(budget), "--save-dir", str(work / "explore-failures"),
+        "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}"),
         "--check", f"{checker} --check {{pool}}", "--", str(traced), *args, "--pool", str(pool),
     ]  # fmt: skip
     r = run(cmd, timeout=600, env={"PYTHONPATH": str(REPO / "cli")})
     if r.returncode:
         raise Failure(f"{tag}: pmkit explore exit {r.returncode}:\n{r.stdout}{r.stderr}")
-    summary = next((ln.strip() for ln in r.stdout.splitlines() if "images:" in ln), "")
-    return summary
+    pool.unlink(missing_ok=True)
+    return next((ln.strip() for ln in r.stdout.splitlines() if "images:" in ln), "")
 
 
 def main(argv: list[str] | None = None) -> int:
