@@ -673,9 +673,10 @@ def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Path:
                 ys.append(r)
         ax.bar(xs, ys, width, label=v, color=COLORS.get(v))
     ax.axhline(1.0, color="#444", linewidth=0.8)
+    ax.set_yscale("log")  # the persistent variants span 1x down to a few percent
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names)
-    ax.set_ylabel("throughput / volatile")
+    ax.set_xticklabels(names, rotation=30 if len(names) > 6 else 0)
+    ax.set_ylabel("throughput / volatile (log scale)")
     ax.set_title(
         f"Workloads at {threads} thread{'s' if threads > 1 else ''}, normalised to volatile"
     )
@@ -732,6 +733,13 @@ def section_suite(doc: dict, out: Output) -> list[str]:
             rows.append(row)
     figs = [figure_suite_normalised(doc, out, t) for t in p["threads"]]
     figs.append(figure_suite_threads(doc, out))
+    metas = p.get("workloads", {})
+    wrows = [
+        [n, metas[n].get("suite", ""), " ".join(f"{k}={v}" for k, v in
+         metas[n].get(p["scale"], metas[n].get("full", {})).items()),
+         metas[n].get("description", "")]
+        for n in suite_workloads(doc) if n in metas
+    ]  # fmt: skip
     return [
         "## suite: the workloads in every variant",
         "",
@@ -739,6 +747,8 @@ def section_suite(doc: dict, out: Output) -> list[str]:
         "",
         *provenance(doc),
         f"- Scale: {p['scale']} (sizes from each workload's workload.json)",
+        "",
+        *table(["workload", "suite", "sizes", "what"], wrows, "llll"),
         "",
         "Median throughput in Mops/s; in brackets the median ratio to `volatile` measured in "
         "the same repetition.",
