@@ -80,10 +80,28 @@ def wait_for_pool(p: subprocess.Popen, pool: Path, tag: str, limit: float = 60.0
         time.sleep(0.002)
 
 
+def run_length(b: Path, work: Path, args: list[str], tag: str) -> float:
+    """Seconds from the pool's appearance to the end of an uninterrupted run."""
+    pool = work / "calibrate.pool"
+    p = subprocess.Popen([str(b), *args, "--pool", str(pool)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)  # fmt: skip
+    wait_for_pool(p, pool, tag)
+    t0 = time.monotonic()
+    _, err = p.communicate(timeout=300)
+    if p.returncode:
+        raise Failure(f"{tag}: the run failed: {err.decode(errors='replace').strip()}")
+    pool.unlink()
+    return time.monotonic() - t0
+
+
 def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.Random, tag: str):
+    """Kills land at seeded moments spread over the run's length (measured first), so they
+    fall in the load and in the run rather than after the end. Returns how many landed."""
+    length = run_length(b, work, args, tag)
+    landed = 0
     for trial in range(trials):
         seed = rng.randrange(1 << 31)
-        delay = random.Random(seed).uniform(0.02, 0.4)
+        delay = random.Random(seed).uniform(0.02, 0.95) * length
         threads = 1 + trial % 2
         pool = work / f"kill-{trial}.pool"
         cmd = [str(b), *args, "--threads", str(threads), "--seed", str(seed), "--pool", str(pool)]
@@ -94,7 +112,7 @@ def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.R
         wait_for_pool(p, pool, tag)
         time.sleep(delay)
         p.kill()
-        p.wait()
+        landed += p.wait() == -9
         what = f"{tag}: kill {delay:.3f} s after the pool appeared, {threads} thread(s)"
         what += f" (--seed {seed})"
         check(b, pool, True, what)
@@ -104,6 +122,11 @@ def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.R
             raise Failure(f"{what}: resuming failed: {r.stderr.strip()}")
         check(b, pool, True, what + ", resumed")
         pool.unlink()
+    if not landed:
+        raise Failure(
+            f"{tag}: every run ended before its kill ({length:.3f} s runs): no crash tested"
+        )
+    return landed
 
 
 def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
@@ -188,10 +211,11 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     # Long enough that the kill lands mid-run, short enough to resume.
                     long_run = [*size[:2], "--ops", str(meta["crash_ops"] * 30)]
-                    kill_trials(b, work, long_run, trials, rng, tag)
+                    landed = kill_trials(b, work, long_run, trials, rng, tag)
                     values = not meta.get("set", False) and meta.get("values", True)
                     corrupt_tests(b, work, size, values, tag)
-                    print(f"ok   {tag}: {trials} kills recovered, corruptions caught")
+                    print(f"ok   {tag}: {landed} of {trials} kills landed mid-run and recovered, "
+                          "corruptions caught")  # fmt: skip
                 except Failure as e:
                     failures += 1
                     print(f"FAIL {e}")
@@ -200,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 explore_args = ["--keys", str(meta["explore_keys"]), "--ops",
                                 str(meta["explore_ops"])]  # fmt: skip
                 s = explore(
-                    args.build_dir, name, work, explore_args, 3000 if args.full else 400, tag
+                    args.build_dir, name, work, explore_args, 3000 if args.full else 2000, tag
                 )
                 print(f"ok   {tag}: explored under x86, {s}")
             except Failure as e:
