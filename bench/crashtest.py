@@ -81,7 +81,8 @@ def wait_for_pool(p: subprocess.Popen, pool: Path, tag: str, limit: float = 60.0
 
 
 def run_length(b: Path, work: Path, args: list[str], tag: str) -> float:
-    """Seconds from the pool's appearance to the end of an uninterrupted run."""
+    """Seconds from the pool's appearance to the end of an uninterrupted run (args give the
+    thread count)."""
     pool = work / "calibrate.pool"
     p = subprocess.Popen([str(b), *args, "--pool", str(pool)], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)  # fmt: skip
@@ -97,13 +98,17 @@ def run_length(b: Path, work: Path, args: list[str], tag: str) -> float:
 def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.Random, tag: str):
     """Kills land at seeded moments spread over the run's length (measured first), so they
     fall in the load and in the run rather than after the end. Returns how many landed."""
-    length = run_length(b, work, args, tag)
+    # Per thread count, the shorter of two runs: a loaded machine slows some runs down.
+    length = {
+        n: min(run_length(b, work, [*args, "--threads", str(n)], tag) for _ in range(2))
+        for n in (1, 2)
+    }
     landed = 0
     for trial in range(trials):
         seed = rng.randrange(1 << 31)
-        delay = random.Random(seed).uniform(0.02, 0.95) * length
         threads = 1 + trial % 2
-        pool = work / f"kill-{trial}.pool"
+        delay = random.Random(seed).uniform(0.02, 0.9) * length[threads]
+        pool = work / f"kill-{tag.replace('/', '-')}-{trial}.pool"
         cmd = [str(b), *args, "--threads", str(threads), "--seed", str(seed), "--pool", str(pool)]
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # The delay counts from the moment the pool exists: before that a kill tests nothing
@@ -123,28 +128,36 @@ def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.R
         check(b, pool, True, what + ", resumed")
         pool.unlink()
     if not landed:
-        raise Failure(
-            f"{tag}: every run ended before its kill ({length:.3f} s runs): no crash tested"
-        )
+        raise Failure(f"{tag}: every run ended before its kill: no crash tested")
     return landed
 
 
-def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
-    pool = work / "corrupt.pool"
+def complete_run(b: Path, pool: Path, args: list[str], tag: str) -> tuple[bytes, int]:
+    """Run to the end, check, and return the pool's bytes and the run header's offset."""
+    pool.unlink(missing_ok=True)
     r = run([str(b), *args, "--pool", str(pool)])
     if r.returncode:
         raise Failure(f"{tag}: run failed: {r.stderr.strip()}")
     check(b, pool, True, f"{tag}: complete run")
-    data = bytearray(pool.read_bytes())
+    data = pool.read_bytes()
     at = data.find(HDR_MAGIC)
     if at < 0:
         raise Failure(f"{tag}: no run header in the pool file")
+    return data, at
+
+
+def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
+    pool = work / f"corrupt-{tag.replace('/', '-')}.pool"
     # 1. Rewind thread 0's completed-operation counter: the replay now expects older values.
-    good = bytes(data)
-    done = struct.unpack_from("<Q", data, at + SLOT0_DONE)[0]
-    struct.pack_into("<Q", data, at + SLOT0_DONE, max(0, done - 50))
-    pool.write_bytes(data)
-    check(b, pool, False, f"{tag}: operation counter rewound from {done}")
+    # With two threads the several-thread rules of the check must see it too.
+    for threads in (2, 1):
+        good, at = complete_run(b, pool, [*args, "--threads", str(threads)], tag)
+        data = bytearray(good)
+        done = struct.unpack_from("<Q", data, at + SLOT0_DONE)[0]
+        struct.pack_into("<Q", data, at + SLOT0_DONE, max(0, done - 50))
+        pool.write_bytes(data)
+        check(b, pool, False, f"{tag}: thread 0's operation counter rewound from {done} "
+              f"in a run of {threads} thread(s)")  # fmt: skip
     pool.write_bytes(good)
     # 2. Flip a byte of a stored value (key-value workloads). Values are self-describing (key,
     # stamp, size, checksum, then data): flip one data byte in every block that holds a value

@@ -100,6 +100,9 @@ void pm_free(void *p);
  * its own commit. So an operation must not take a lock again after
  * releasing it (two-phase locking). */
 typedef pthread_mutex_t bench_lock;
+/* Replace *locks (freed; NULL at first) by a DRAM array of n initialised
+ * locks, for a workload's attach. 0 or -1 when out of memory. */
+int bench_locks_init(bench_lock **locks, uint64_t n);
 #define bench_lock_init(l) pthread_mutex_init((l), NULL)
 #define bench_lock_acquire(l) pthread_mutex_lock(l)
 #ifndef BENCH_VOLATILE

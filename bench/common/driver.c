@@ -198,6 +198,15 @@ static void op_end(void) {
 }
 #endif
 
+int bench_locks_init(bench_lock **locks, uint64_t n) {
+  free(*locks);
+  if (!(*locks = malloc(n * sizeof **locks)))
+    return -1;
+  for (uint64_t i = 0; i < n; i++)
+    bench_lock_init(&(*locks)[i]);
+  return 0;
+}
+
 /* ---- memory ------------------------------------------------------------- */
 
 void *pm_alloc(size_t n) {
@@ -515,6 +524,8 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
       undo_commit(l, done, next);
     else if (undo_rollback(l))
       die("thread %u's undo log is malformed", t);
+    else
+      cur.nfrees = 0; /* the rolled-back state still refers to them */
   } else if (!err) {
     *done = next; /* only once the operation is durable */
     PM_PERSIST(done, sizeof *done);
@@ -662,20 +673,91 @@ static void stamp_text(uint64_t s, char *buf, size_t n) {
     snprintf(buf, n, "the load");
 }
 
+/* Several threads: interleavings differ, so judge each key by rules every
+ * interleaving of the completed operations (and those in flight) obeys.
+ * A write "overwrites" a key's value: an update (key-value) or a delete
+ * (set). Present: the value came from a write its thread had reached and
+ * that thread did not overwrite later, or from the load with no completed
+ * overwrite by anyone. Absent: only where some thread reached a delete of
+ * the key, or (a set) no one loaded or inserted it. */
+static int compare_threads(struct bench_check *c) {
+  uint64_t keys = cfg.keys;
+  unsigned nt = cfg.threads;
+  int set = bench_workload->set;
+  enum { OVERWRITTEN = 1, DELETE_REACHED = 2, INSERTED = 4 };
+  uint8_t *fl = calloc(keys, 1);
+  /* Per thread and key: 1 + the index of its last completed overwrite. */
+  uint64_t *lastw = keys * nt <= (1ull << 27) ? calloc(keys * nt, 8) : NULL;
+  if (!fl)
+    die("out of memory for the replay");
+  for (unsigned t = 0; t < nt; t++)
+    for (uint64_t i = 0; i <= hdr->slot[t].done; i++) {
+      struct bench_op op = bench_op_at(t, i);
+      int completed = i < hdr->slot[t].done;
+      int over = set ? op.kind == BENCH_DELETE : op.kind == BENCH_UPDATE;
+      if (op.kind == BENCH_DELETE)
+        fl[op.key] |= DELETE_REACHED;
+      if (!completed)
+        continue;
+      if (op.kind == BENCH_INSERT)
+        fl[op.key] |= INSERTED;
+      if (over) {
+        fl[op.key] |= OVERWRITTEN;
+        if (lastw)
+          lastw[t * keys + op.key] = i + 1;
+      }
+    }
+  int rc = 0;
+  char b[64];
+  for (uint64_t k = 0; k < keys && !rc; k++) {
+    if (!c->present[k]) {
+      if (!(fl[k] & DELETE_REACHED) &&
+          (!set || k % 2 == 0 || (fl[k] & INSERTED)))
+        rc = bench_fail(c,
+                        "key %" PRIu64 " is missing, though no thread reached "
+                        "a delete of it",
+                        k);
+      continue;
+    }
+    uint64_t s = c->stamp[k];
+    if (!(s >> STAMP_SHIFT)) {
+      if (s != bench_load_stamp(k) || (set && k % 2) || (fl[k] & OVERWRITTEN))
+        rc = bench_fail(c,
+                        "key %" PRIu64 " holds the load's value, though a "
+                        "completed operation replaced it",
+                        k);
+      continue;
+    }
+    unsigned t = (unsigned)(s >> STAMP_SHIFT) - 1;
+    uint64_t i = s & ((1ull << STAMP_SHIFT) - 1);
+    struct bench_op op = t < nt ? bench_op_at(t, i) : (struct bench_op){0};
+    stamp_text(s, b, sizeof b);
+    if (t >= nt || i > hdr->slot[t].done || op.key != k ||
+        op.kind == BENCH_READ || op.kind == BENCH_DELETE)
+      rc = bench_fail(c,
+                      "key %" PRIu64 " holds a value from %s, which never "
+                      "wrote it",
+                      k, b);
+    else if (lastw && lastw[t * keys + k] > i + 1)
+      rc = bench_fail(c,
+                      "key %" PRIu64 " holds the value of %s, which its "
+                      "thread replaced at op %" PRIu64,
+                      k, b, lastw[t * keys + k] - 1);
+  }
+  free(fl);
+  free(lastw);
+  return rc;
+}
+
 /* Compare the reports with the stream. One thread: the exact state after
  * `done` operations, or after done + 1 for the key of the one in flight.
- * Several threads: every present key must hold a write that thread made at
- * or before its in-flight operation and not overwrote later itself; a key
- * the load put there must be untouched by completed writes. */
+ * Several threads: compare_threads. */
 static int compare(struct bench_check *c) {
   uint64_t keys = cfg.keys;
   int set = bench_workload->set;
   uint8_t *exp_present = calloc(keys, 1);
   uint64_t *exp_stamp = calloc(keys, sizeof *exp_stamp);
-  /* Per key, the latest completed write of any thread, for the
-   * several-thread rule: (thread + 1) << 48 | index, 0 if none. */
-  uint64_t *last = calloc(keys, sizeof *last);
-  if (!exp_present || !exp_stamp || !last)
+  if (!exp_present || !exp_stamp)
     die("out of memory for the replay");
   /* An interrupted load holds the keys below its cursor; the next one to
    * load is in flight. */
@@ -726,38 +808,10 @@ static int compare(struct bench_check *c) {
           c->present[k] ? "the value of " : "no entry", c->present[k] ? b : "");
     }
   } else {
-    for (unsigned t = 0; t < cfg.threads; t++)
-      for (uint64_t i = 0; i < hdr->slot[t].done; i++) {
-        struct bench_op op = bench_op_at(t, i);
-        if (op.kind != BENCH_READ && op.stamp > last[op.key])
-          last[op.key] = op.stamp; /* same thread: later index wins */
-      }
-    for (uint64_t k = 0; k < keys && !rc; k++) {
-      if (!c->present[k])
-        continue; /* absence is not judged with several threads */
-      uint64_t s = c->stamp[k];
-      if (!(s >> STAMP_SHIFT)) {
-        if (s != bench_load_stamp(k) || (!set && last[k]))
-          rc = bench_fail(c, "key %" PRIu64 " still holds the load's value", k);
-        continue;
-      }
-      unsigned t = (unsigned)(s >> STAMP_SHIFT) - 1;
-      uint64_t i = s & ((1ull << STAMP_SHIFT) - 1);
-      struct bench_op op =
-          t < cfg.threads ? bench_op_at(t, i) : (struct bench_op){0};
-      if (t >= cfg.threads || i > hdr->slot[t].done || op.key != k ||
-          op.kind == BENCH_READ || op.kind == BENCH_DELETE) {
-        stamp_text(s, b, sizeof b);
-        rc = bench_fail(c,
-                        "key %" PRIu64 " holds a value from %s, which "
-                        "never wrote it",
-                        k, b);
-      }
-    }
+    rc = compare_threads(c);
   }
   free(exp_present);
   free(exp_stamp);
-  free(last);
   return rc;
 }
 

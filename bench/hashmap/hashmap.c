@@ -55,14 +55,8 @@ static int hm_attach(void *rootp) {
   uint64_t n = 1;
   while (n < bench_cfg->keys)
     n <<= 1;
-  free(locks);
-  locks = malloc(n * sizeof *locks);
-  if (!locks)
-    return -1;
-  for (uint64_t i = 0; i < n; i++)
-    bench_lock_init(&locks[i]);
   (void)r;
-  return 0;
+  return bench_locks_init(&locks, n);
 }
 
 static struct node *find(struct root *r, uint64_t b, uint64_t key) {
