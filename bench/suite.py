@@ -145,24 +145,30 @@ def run_suite(args: argparse.Namespace) -> int:
     templates = Path(tempfile.mkdtemp(prefix="pmkit-suite-templates-", dir="/dev/shm"))
     started = datetime.datetime.now(datetime.UTC)
     try:
-        for rep in range(args.repeat):
-            for ci, (suite, name, threads) in enumerate(configs):
-                shift = (rep + ci) % len(variants)
-                for order, v in enumerate(variants[shift:] + variants[:shift]):
-                    harness.check_build(files, built, build)
-                    cmd, result = run_one(
-                        binaries[name, v], size_args(metas[name], args.scale), threads, seconds,
-                        templates, env, loads,
-                    )  # fmt: skip
-                    harness.progress(
-                        len(runs) + 1, total,
-                        f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
-                        f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
-                    )  # fmt: skip
-                    runs.append(
-                        {"repetition": rep, "order": order, "suite": suite, "workload": name,
-                         "threads": threads, "variant": v, "command": cmd[1:], "result": result}
-                    )  # fmt: skip
+        # One workload at a time, so that only its templates occupy /dev/shm (a loaded pool
+        # at full scale is more than a GiB); the variants are interleaved within it.
+        for wi, (suite, name) in enumerate(chosen):
+            for rep in range(args.repeat):
+                for ti, threads in enumerate(args.threads):
+                    shift = (rep + ti + wi) % len(variants)
+                    for order, v in enumerate(variants[shift:] + variants[:shift]):
+                        harness.check_build(files, built, build)
+                        cmd, result = run_one(
+                            binaries[name, v], size_args(metas[name], args.scale), threads,
+                            seconds, templates, env, loads,
+                        )  # fmt: skip
+                        harness.progress(
+                            len(runs) + 1, total,
+                            f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
+                            f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
+                        )  # fmt: skip
+                        runs.append(
+                            {"repetition": rep, "order": order, "suite": suite,
+                             "workload": name, "threads": threads, "variant": v,
+                             "command": cmd[1:], "result": result}
+                        )  # fmt: skip
+            for t in templates.iterdir():
+                t.unlink()
     finally:
         shutil.rmtree(templates, ignore_errors=True)
     harness.check_build(files, built, build)
