@@ -9,8 +9,10 @@
  *   BENCH_PMDK        PMDK libpmemobj transactions (BENCH_TX_*, PM_TX_ADD)
  * and the macros below compile to what that variant needs and to nothing
  * elsewhere. Later modes are build flags too: BENCH_ROBUST strips the hand
- * flushes (the robust pass inserts its own), and each operation is one
- * failure-atomic function (bench_op_fn is the hook for PMKIT_FASE).
+ * flushes (the robust pass inserts its own), and since every operation is
+ * one call of bench_workload->op from apply() in driver.c, a failure-atomic
+ * mode (clobber, ssapp) wraps that call and the counter update in one
+ * PMKIT_FASE function there, without touching the workloads.
  *
  * A workload defines a `struct bench_workload` and BENCH_WORKLOAD(it); the
  * driver (driver.c) parses the command line, creates or opens the pool,
