@@ -753,6 +753,15 @@ def section_suite(doc: dict, out: Output) -> list[str]:
         "Median throughput in Mops/s; in brackets the median ratio to `volatile` measured in "
         "the same repetition.",
         "",
+        "How to read it: the pools live in /dev/shm, which is DRAM here, so `hand-eadr` costs "
+        "what the code costs on DRAM with the pmkit allocator, and `hand-adr` adds only what "
+        "clwb and sfence cost on DRAM (on real PM a write-back is slower). `volatile` "
+        "allocates with glibc malloc, which places 256-byte values between the nodes of the "
+        "trees, while the pmkit allocator keeps each size class in chunks of its own; on the "
+        "pointer-chasing workloads that locality gap can make the persistent variants faster "
+        "than `volatile`. `pmdk` runs every operation as a libpmemobj transaction "
+        "(lock-free workloads: Mirror-style replicas, no transactions).",
+        "",
         *table(["workload", "threads", *variants], rows, "ll" + "r" * len(variants)),
         "",
         *(f"![suite]({out.link(f)})" for f in figs),
