@@ -14,6 +14,8 @@
 // (-fplugin loads the library before -mllvm options are parsed).
 
 #include "Annotations/Annotations.h"
+#include "PMAlias/PMAlias.h"
+#include "Robust/Robust.h"
 #include "Trace/Trace.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -31,7 +33,8 @@ namespace {
 
 enum class Mode { None, Robust, Clobber, SSAPP, ARP };
 
-// Adds a mode's passes after pmkit-annotations at pipeline start.
+// Adds a mode's passes: after pmkit-annotations at pipeline start, or
+// after the optimizer (and before pmkit-trace).
 using AddModePassesFn = void (*)(ModulePassManager &, OptimizationLevel);
 
 struct ModeInfo {
@@ -39,14 +42,22 @@ struct ModeInfo {
   const char *Name; // the -pmkit-mode= value
   const char *Help;
   AddModePassesFn AddPasses; // null: accepted but not built yet
+  AddModePassesFn AddLatePasses = nullptr;
 };
 
 void addNoPasses(ModulePassManager &, OptimizationLevel) {}
 
+// Robust mode works on the optimised code, so that it flushes the stores
+// that remain (after mem2reg, DSE, store merging) and nothing moves them.
+void addRobustPasses(ModulePassManager &MPM, OptimizationLevel) {
+  MPM.addPass(pmkit::RobustPass());
+}
+
 const ModeInfo ModeTable[] = {
     {Mode::None, "none", "only attach pmkit annotations (default)",
      addNoPasses},
-    {Mode::Robust, "robust", "PMRobust: insert flushes and fences", nullptr},
+    {Mode::Robust, "robust", "PMRobust: insert flushes and fences", addNoPasses,
+     addRobustPasses},
     {Mode::Clobber, "clobber", "Clobber-NVM: failure-atomic functions",
      nullptr},
     {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR", nullptr},
@@ -103,6 +114,14 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
     MPM.addPass(pmkit::TracePass());
     return true;
   }
+  if (Name == pmkit::RobustPass::PassName) {
+    MPM.addPass(pmkit::RobustPass());
+    return true;
+  }
+  if (Name == pmkit::PMAliasPrinterPass::PassName) {
+    MPM.addPass(pmkit::PMAliasPrinterPass());
+    return true;
+  }
   return false;
 }
 
@@ -113,8 +132,15 @@ void registerCallbacks(PassBuilder &PB) {
                             pmkit::AnnotationsPass::PassName);
     PIC->addClassToPassName(pmkit::TracePass::name(),
                             pmkit::TracePass::PassName);
+    PIC->addClassToPassName(pmkit::RobustPass::name(),
+                            pmkit::RobustPass::PassName);
+    PIC->addClassToPassName(pmkit::PMAliasPrinterPass::name(),
+                            pmkit::PMAliasPrinterPass::PassName);
   }
 
+  PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
+    MAM.registerPass([] { return pmkit::PMAliasAnalysis(); });
+  });
   PB.registerPipelineParsingCallback(parseModulePass);
   PB.registerPipelineStartEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level) {
@@ -130,7 +156,10 @@ void registerCallbacks(PassBuilder &PB) {
   // Tracing sees the code as it will run: after every mode's transforms and
   // the optimizer.
   PB.registerOptimizerLastEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) {
+      [](ModulePassManager &MPM, OptimizationLevel Level) {
+        const ModeInfo &Selected = selectedMode();
+        if (Selected.AddPasses && Selected.AddLatePasses)
+          Selected.AddLatePasses(MPM, Level);
         if (pmkit::traceEnabled())
           MPM.addPass(pmkit::TracePass());
       });

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 2u
+#define PMKIT_ABI_VERSION 3u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -36,6 +36,12 @@ static inline int __pmkit_maybe_pm(const void *p) {
 /* A crash point (see PMKIT_CRASH_AT in pmkit.h). Passes insert it where a
  * mode defines one; it returns at once unless crash emulation is armed. */
 void __pmkit_crash_point(void);
+
+/* ---- robust mode (the pmkit-robust pass) ---------------------------------
+ * Write back every cache line of [addr, addr+len) with the flush
+ * instruction the runtime chose (no fence; a no-op under PMKIT_DOMAIN=eadr).
+ * The pass calls it after a memcpy, memmove or memset into PM. */
+void __pmkit_flush_range(const void *addr, uint64_t len);
 
 /* ---- tracing (the pmkit-trace pass; runtime/trace in libpmkit-trace) ----
  * The pass guards each plain access with __pmkit_maybe_pm() and calls these
@@ -89,6 +95,7 @@ enum {
  *   1  first version: __pmkit_abi_version, pool bounding box,
  *      __pmkit_crash_point, context extension slots.
  *   2  __pmkit_trace_* calls of the pmkit-trace pass.
+ *   3  __pmkit_flush_range for the pmkit-robust pass.
  */
 
 #ifdef __cplusplus

@@ -13,6 +13,8 @@
 
 #include "Trace/Trace.h"
 
+#include "Common/PersistOps.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
@@ -35,6 +37,7 @@
 #include <string>
 
 using namespace llvm;
+using namespace pmkit;
 
 #define DEBUG_TYPE "pmkit-trace"
 
@@ -61,17 +64,11 @@ bool pmkit::traceEnabled() { return TraceOpt; }
 
 namespace {
 
-// Values shared with include/pmkit/trace_format.h and pmkit.h.
+// Values shared with include/pmkit/trace_format.h.
 enum : uint32_t {
   EvStore = 1,
   EvRMW = 3,
   EvFence = 6,
-  FlushClflush = 1,
-  FlushClflushopt = 2,
-  FlushClwb = 3,
-  FenceSfence = 1,
-  FenceMfence = 2,
-  FenceLocked = 3,
 };
 
 uint32_t fnv1a32(StringRef S) {
@@ -81,73 +78,6 @@ uint32_t fnv1a32(StringRef S) {
     H *= 16777619u;
   }
   return H ? H : 1;
-}
-
-// What an inline asm statement does to persistence, read from its text.
-struct AsmEffect {
-  uint32_t Flush = 0; // FlushClwb...; 0 = none
-  uint32_t Fence = 0; // FenceSfence...; 0 = none
-};
-
-// A `lock` prefix as its own word ("lock; addl ...", "lock cmpxchg ...").
-// xchg with a memory operand is locked too, but its operand is a template
-// placeholder here, so it cannot be told from the register form (cpuid.h
-// uses one): such asm is not counted as a fence.
-bool hasLockPrefix(StringRef S) {
-  for (size_t P = S.find("lock"); P != StringRef::npos;
-       P = S.find("lock", P + 1)) {
-    bool Start = P == 0 || StringRef(" \t\n;").contains(S[P - 1]);
-    bool End = P + 4 == S.size() || StringRef(" \t\n;").contains(S[P + 4]);
-    if (Start && End)
-      return true;
-  }
-  return false;
-}
-
-// Recognises the mnemonics and the hand-encoded forms that code written
-// for assemblers without clwb uses (".byte 0x66, 0x0f, 0xae, 0x30" is
-// clwb (%rax)): 0f ae with ModRM reg field 7 is clflush, or clflushopt after
-// a 66 prefix; reg 6 after 66 is clwb.
-AsmEffect asmEffect(StringRef Text) {
-  AsmEffect E;
-  std::string T = Text.lower();
-  StringRef S(T);
-  if (S.contains("clflushopt"))
-    E.Flush = FlushClflushopt;
-  else if (S.contains("clflush"))
-    E.Flush = FlushClflush;
-  else if (S.contains("clwb"))
-    E.Flush = FlushClwb;
-  if (S.contains("mfence"))
-    E.Fence = FenceMfence;
-  else if (S.contains("sfence"))
-    E.Fence = FenceSfence;
-  else if (hasLockPrefix(S))
-    E.Fence = FenceLocked;
-  if (E.Flush || !S.contains(".byte"))
-    return E;
-  SmallVector<unsigned, 8> Bytes;
-  size_t P = 0;
-  while ((P = S.find("0x", P)) != StringRef::npos) {
-    unsigned V;
-    StringRef Hex = S.substr(P + 2).take_while(isHexDigit);
-    P += 2 + Hex.size();
-    if (!Hex.getAsInteger(16, V))
-      Bytes.push_back(V);
-  }
-  for (size_t I = 0; I + 2 < Bytes.size(); I++) {
-    if (Bytes[I] != 0x0f || Bytes[I + 1] != 0xae)
-      continue;
-    unsigned Reg = (Bytes[I + 2] >> 3) & 7, Mod = Bytes[I + 2] >> 6;
-    bool P66 = I > 0 && Bytes[I - 1] == 0x66;
-    if (Mod == 3)
-      continue; // register form: the fences (0f ae f8 is sfence)
-    if (Reg == 7)
-      E.Flush = P66 ? FlushClflushopt : FlushClflush;
-    else if (Reg == 6 && P66)
-      E.Flush = FlushClwb;
-  }
-  return E;
 }
 
 class Tracer {

@@ -152,6 +152,12 @@ void pmkit_flush(const void *addr, size_t len) {
 #endif
 }
 
+/* The pass ABI's range flush (abi.h): what pmkit-robust calls after a
+ * memcpy or memset into PM, whose length it cannot see. */
+void __pmkit_flush_range(const void *addr, uint64_t len) {
+  pmkit_flush(addr, (size_t)len);
+}
+
 void pmk_fence(void) {
   if (pmk_flush_kind != PMKIT_FLUSH_NONE)
     __asm__ volatile("sfence" ::: "memory");

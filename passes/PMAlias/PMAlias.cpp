@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// PMAlias.cpp -- the PM pointer analysis (see PMAlias.h). Constraints are
+// generated once per module (PMAliasSolver's constructor) and solved by a
+// difference-propagation worklist: each node -- an SSA value, or the content
+// of one abstract location (object, byte offset) -- has a points-to set of
+// locations; copy edges carry a byte offset (GEPs), and loads and stores add
+// copy edges from and to location contents as the address's set grows. An
+// access at an offset the analysis cannot follow (a variable index, integer
+// arithmetic) collapses its object into one cell. What the module cannot
+// see is one "unknown" object that may be PM: parameters of functions
+// callable from outside, results of unknown external calls and indirect
+// calls, integers turned into pointers, and memory written by unknown code.
+// So the answer is sound for a single translation unit; whole-program builds
+// (pmkit cc links the bitcode first) make it precise. Entry points:
+// PMAliasAnalysis::run and PMAliasPrinterPass::run. Run the printer with
+//   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-pmalias \
+//     -disable-output in.ll
+
+#include "PMAlias/PMAlias.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SparseBitVector.h"
+#include "llvm/ADT/Statistic.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/LineIterator.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <climits>
+#include <vector>
+
+using namespace llvm;
+
+#define DEBUG_TYPE "pmkit-pmalias"
+
+STATISTIC(NumPMSites, "PM allocation sites found");
+STATISTIC(NumNodes, "Constraint nodes");
+STATISTIC(NumCollapsed, "Objects collapsed to one cell (unknown offsets)");
+
+static cl::opt<std::string> ConfigFile(
+    "pmkit-pmalias-config", cl::Hidden,
+    cl::desc("pmkit-pmalias: file listing PM allocators, one per line: "
+             "'<function> return' or '<function> out <argument index>'"));
+
+namespace pmkit {
+
+namespace {
+
+// A set's members, copied so that the set may change while they are used.
+SmallVector<unsigned, 8> members(const SparseBitVector<> &S) {
+  SmallVector<unsigned, 8> V;
+  for (unsigned X : S)
+    V.push_back(X);
+  return V;
+}
+
+using NodeId = uint32_t;
+using LocId = uint32_t;
+using ObjId = uint32_t;
+constexpr int64_t AnyOff = INT64_MIN;
+
+enum class ObjKind { Unknown, Stack, Global, Heap, PM, Func };
+
+struct Obj {
+  ObjKind Kind;
+  std::string Why; // for reports: what made it
+  bool Collapsed = false;
+};
+
+struct CopyEdge {
+  NodeId To;
+  int64_t Delta; // AnyOff: to some offset of the same object
+};
+
+struct Node {
+  SparseBitVector<> Pts, Done; // Done: the part already propagated
+  SmallVector<CopyEdge, 2> Copies;
+  SmallVector<NodeId, 1> LoadDsts;  // this node is the address of loads
+  SmallVector<NodeId, 1> StoreSrcs; // ... and of stores of these values
+};
+
+// How an external function makes PM: its return value, or the pointer it
+// stores through argument Out.
+struct PMAllocator {
+  bool Return = true;
+  unsigned Out = 0;
+};
+
+// Built-in PM allocators: pmkit's pool API, libpmem, libpmem2, libpmemobj.
+const struct {
+  const char *Name;
+  PMAllocator How;
+} BuiltinAllocators[] = {
+    {"pmkit_alloc", {false, 2}},   {"pmkit_zalloc", {false, 2}},
+    {"pmkit_root", {false, 2}},    {"pmkit_pool_base", {true, 0}},
+    {"pmkit_ptr", {true, 0}},      {"pmem_map_file", {true, 0}},
+    {"pmemobj_direct", {true, 0}}, {"pmem2_map_get_address", {true, 0}},
+};
+
+// External functions that return no pointer and store none through their
+// arguments: calling them changes nothing the analysis tracks.
+const char *const NoPointerEffects[] = {"free",
+                                        "pmkit_free",
+                                        "pmkit_flush",
+                                        "pmkit_fence",
+                                        "pmkit_persist",
+                                        "pmkit_mark_begin",
+                                        "pmkit_mark_end",
+                                        "pmkit_mutex_lock",
+                                        "pmkit_mutex_unlock",
+                                        "pmkit_mutex_trylock",
+                                        "pmkit_rwlock_rdlock",
+                                        "pmkit_rwlock_wrlock",
+                                        "pmkit_rwlock_unlock",
+                                        "pmkit_pool_close",
+                                        "pmkit_crash_point",
+                                        "pmkit_tracing",
+                                        "pmkit_in_pool",
+                                        "pmkit_off",
+                                        "pmem_flush",
+                                        "pmem_drain",
+                                        "pmem_persist",
+                                        "pmemobj_persist",
+                                        "pmemobj_flush",
+                                        "pmemobj_drain",
+                                        "pthread_mutex_lock",
+                                        "pthread_mutex_unlock",
+                                        "pthread_mutex_trylock",
+                                        "pthread_mutex_init",
+                                        "pthread_mutex_destroy",
+                                        "pthread_rwlock_rdlock",
+                                        "pthread_rwlock_wrlock",
+                                        "pthread_rwlock_unlock",
+                                        "pthread_rwlock_init",
+                                        "pthread_spin_lock",
+                                        "pthread_spin_unlock",
+                                        "pthread_spin_init",
+                                        "pthread_join",
+                                        "printf",
+                                        "fprintf",
+                                        "puts",
+                                        "fputs",
+                                        "fputc",
+                                        "putchar",
+                                        "perror",
+                                        "memcmp",
+                                        "strcmp",
+                                        "strncmp",
+                                        "strlen",
+                                        "exit",
+                                        "abort",
+                                        "__assert_fail",
+                                        "clock_gettime",
+                                        "nanosleep",
+                                        "usleep",
+                                        "sched_yield",
+                                        "close",
+                                        "write",
+                                        "read",
+                                        "unlink",
+                                        "access",
+                                        "fsync",
+                                        "msync",
+                                        "munmap",
+                                        "madvise",
+                                        "atoi",
+                                        "atol",
+                                        "strtoull",
+                                        "strtoul",
+                                        "strtol",
+                                        "strtod",
+                                        "rand",
+                                        "srand",
+                                        "time",
+                                        "getpid",
+                                        "sysconf",
+                                        "fflush",
+                                        "snprintf",
+                                        "sprintf",
+                                        "vfprintf",
+                                        "vsnprintf",
+                                        "__pmkit_crash_point",
+                                        "__pmkit_flush_range"};
+
+bool carriesPointers(Type *T) {
+  if (T->isPointerTy())
+    return true;
+  if (auto *IT = dyn_cast<IntegerType>(T))
+    return IT->getBitWidth() == 64;
+  if (auto *ST = dyn_cast<StructType>(T))
+    return any_of(ST->elements(), carriesPointers);
+  if (auto *AT = dyn_cast<ArrayType>(T))
+    return carriesPointers(AT->getElementType());
+  if (auto *VT = dyn_cast<VectorType>(T))
+    return carriesPointers(VT->getElementType());
+  return false;
+}
+
+std::string where(const Instruction *I) {
+  std::string S;
+  raw_string_ostream OS(S);
+  if (const DebugLoc &DL = I->getDebugLoc())
+    OS << DL->getFilename() << ':' << DL.getLine();
+  else
+    OS << I->getFunction()->getName();
+  return S;
+}
+
+} // namespace
+
+class PMAliasSolver {
+public:
+  explicit PMAliasSolver(Module &M);
+  bool mayBePM(const Value *V) const;
+  std::string pmSource(const Value *V) const;
+
+private:
+  Module &M;
+  const DataLayout &DL;
+  std::vector<Obj> Objs;
+  std::vector<std::pair<ObjId, int64_t>> Locs;
+  DenseMap<std::pair<ObjId, int64_t>, LocId> LocIndex;
+  DenseMap<ObjId, SmallVector<LocId, 4>> ObjLocs;
+  std::vector<Node> Nodes;
+  DenseMap<const Value *, NodeId> ValueNodes;
+  DenseMap<LocId, NodeId> Contents;
+  DenseMap<const Value *, ObjId> SiteObjs;
+  StringMap<PMAllocator> Allocators;
+  std::vector<NodeId> Work;
+  ObjId Unknown = 0;
+
+  ObjId newObj(ObjKind K, std::string Why);
+  ObjId siteObj(const Value *Site, ObjKind K, std::string Why);
+  LocId loc(ObjId O, int64_t Off);
+  void collapse(ObjId O);
+  NodeId newNode();
+  NodeId node(const Value *V);
+  NodeId content(LocId L);
+  void addPts(NodeId N, LocId L);
+  void addCopy(NodeId From, NodeId To, int64_t Delta);
+  void addLoad(NodeId Addr, NodeId Dst);
+  void addStore(NodeId Addr, NodeId Src);
+  NodeId offsetNode(NodeId From, int64_t Delta);
+  LocId shift(LocId L, int64_t Delta);
+
+  void readConfig();
+  void constrainGlobals();
+  void constrainFunction(Function &F);
+  void constrainInstruction(Instruction &I);
+  void constrainCall(CallBase &CB);
+  bool constrainKnownExternal(CallBase &CB, StringRef Name);
+  void constrainConstant(const Constant *C, NodeId N, int64_t Off);
+  void initFromConstant(LocId Base, const Constant *C);
+  void solve();
+};
+
+PMAliasSolver::PMAliasSolver(Module &M) : M(M), DL(M.getDataLayout()) {
+  Unknown = newObj(ObjKind::Unknown, "unknown memory");
+  Objs[Unknown].Collapsed = true;
+  // Whatever is loaded from memory nobody can see is unknown too.
+  addPts(content(loc(Unknown, AnyOff)), loc(Unknown, AnyOff));
+  for (const auto &A : BuiltinAllocators)
+    Allocators[A.Name] = A.How;
+  readConfig();
+  constrainGlobals();
+  for (Function &F : M)
+    if (!F.isDeclaration())
+      constrainFunction(F);
+  solve();
+  NumNodes += Nodes.size();
+}
+
+void PMAliasSolver::readConfig() {
+  if (ConfigFile.empty())
+    return;
+  auto Buf = MemoryBuffer::getFile(ConfigFile);
+  if (!Buf) {
+    M.getContext().emitError("pmkit-pmalias: cannot read " + ConfigFile + ": " +
+                             Buf.getError().message());
+    return;
+  }
+  for (line_iterator L(**Buf, /*SkipBlanks=*/true, '#'); !L.is_at_end(); ++L) {
+    SmallVector<StringRef, 3> F;
+    L->split(F, ' ', -1, false);
+    unsigned Arg = 0;
+    if (F.size() == 2 && F[1] == "return")
+      Allocators[F[0]] = {true, 0};
+    else if (F.size() == 3 && F[1] == "out" && !F[2].getAsInteger(10, Arg))
+      Allocators[F[0]] = {false, Arg};
+    else
+      M.getContext().emitError(
+          "pmkit-pmalias: " + ConfigFile + ":" + Twine(L.line_number()) +
+          ": expected '<function> return' or '<function> out <index>', "
+          "found '" +
+          *L + "'");
+  }
+}
+
+ObjId PMAliasSolver::newObj(ObjKind K, std::string Why) {
+  Objs.push_back({K, std::move(Why)});
+  if (K == ObjKind::PM)
+    ++NumPMSites;
+  return Objs.size() - 1;
+}
+
+ObjId PMAliasSolver::siteObj(const Value *Site, ObjKind K, std::string Why) {
+  auto It = SiteObjs.find(Site);
+  if (It != SiteObjs.end())
+    return It->second;
+  ObjId O = newObj(K, std::move(Why));
+  SiteObjs[Site] = O;
+  return O;
+}
+
+LocId PMAliasSolver::loc(ObjId O, int64_t Off) {
+  if (Objs[O].Collapsed)
+    Off = AnyOff;
+  else if (Off == AnyOff)
+    collapse(O);
+  auto Key = std::make_pair(O, Off);
+  auto It = LocIndex.find(Key);
+  if (It != LocIndex.end())
+    return It->second;
+  LocId L = Locs.size();
+  Locs.push_back(Key);
+  LocIndex[Key] = L;
+  ObjLocs[O].push_back(L);
+  return L;
+}
+
+// From now on the object is one cell: every offset's content and the
+// whole object's content are kept equal by copy edges both ways.
+void PMAliasSolver::collapse(ObjId O) {
+  if (Objs[O].Collapsed)
+    return;
+  Objs[O].Collapsed = true;
+  ++NumCollapsed;
+  LocId Whole = loc(O, AnyOff);
+  NodeId W = content(Whole);
+  SmallVector<LocId, 4> Cells = ObjLocs[O];
+  for (LocId L : Cells)
+    if (L != Whole) {
+      addCopy(content(L), W, 0);
+      addCopy(W, content(L), 0);
+    }
+}
+
+NodeId PMAliasSolver::newNode() {
+  Nodes.emplace_back();
+  return Nodes.size() - 1;
+}
+
+NodeId PMAliasSolver::content(LocId L) {
+  auto It = Contents.find(L);
+  if (It != Contents.end())
+    return It->second;
+  NodeId N = newNode();
+  Contents[L] = N;
+  return N;
+}
+
+// The node of a value; a constant's node holds what it points to.
+NodeId PMAliasSolver::node(const Value *V) {
+  auto It = ValueNodes.find(V);
+  if (It != ValueNodes.end())
+    return It->second;
+  NodeId N = newNode();
+  ValueNodes[V] = N;
+  if (auto *C = dyn_cast<Constant>(V))
+    constrainConstant(C, N, 0);
+  return N;
+}
+
+void PMAliasSolver::constrainConstant(const Constant *C, NodeId N,
+                                      int64_t Off) {
+  if (auto *F = dyn_cast<Function>(C)) {
+    addPts(N, loc(siteObj(F, ObjKind::Func, "function " + F->getName().str()),
+                  Off));
+  } else if (auto *GV = dyn_cast<GlobalValue>(C)) {
+    addPts(N, loc(siteObj(GV, ObjKind::Global, "global " + GV->getName().str()),
+                  Off));
+  } else if (auto *CE = dyn_cast<ConstantExpr>(C)) {
+    if (auto *GEP = dyn_cast<GEPOperator>(CE)) {
+      APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+      bool Known = GEP->accumulateConstantOffset(DL, Delta);
+      constrainConstant(cast<Constant>(GEP->getPointerOperand()), N,
+                        Known && Off != AnyOff ? Off + Delta.getSExtValue()
+                                               : AnyOff);
+    } else if (CE->getOpcode() == Instruction::IntToPtr) {
+      addPts(N, loc(Unknown, AnyOff));
+    } else {
+      for (const Use &U : CE->operands())
+        constrainConstant(cast<Constant>(U.get()), N,
+                          CE->isCast() ? Off : AnyOff);
+    }
+  } else if (isa<ConstantAggregate>(C)) {
+    for (const Use &U : C->operands())
+      constrainConstant(cast<Constant>(U.get()), N, AnyOff);
+  }
+}
+
+void PMAliasSolver::addPts(NodeId N, LocId L) {
+  if (Nodes[N].Pts.test_and_set(L))
+    Work.push_back(N);
+}
+
+LocId PMAliasSolver::shift(LocId L, int64_t Delta) {
+  auto [O, Off] = Locs[L];
+  if (Delta == 0)
+    return L;
+  if (Delta == AnyOff || Off == AnyOff || Objs[O].Collapsed)
+    return loc(O, AnyOff);
+  return loc(O, Off + Delta);
+}
+
+void PMAliasSolver::addCopy(NodeId From, NodeId To, int64_t Delta) {
+  for (const CopyEdge &E : Nodes[From].Copies)
+    if (E.To == To && E.Delta == Delta)
+      return;
+  Nodes[From].Copies.push_back({To, Delta});
+  SmallVector<LocId, 8> Have = members(Nodes[From].Done);
+  for (LocId L : Have)
+    addPts(To, shift(L, Delta));
+}
+
+void PMAliasSolver::addLoad(NodeId Addr, NodeId Dst) {
+  Nodes[Addr].LoadDsts.push_back(Dst);
+  SmallVector<LocId, 8> Have = members(Nodes[Addr].Done);
+  for (LocId L : Have)
+    addCopy(content(L), Dst, 0);
+}
+
+void PMAliasSolver::addStore(NodeId Addr, NodeId Src) {
+  Nodes[Addr].StoreSrcs.push_back(Src);
+  SmallVector<LocId, 8> Have = members(Nodes[Addr].Done);
+  for (LocId L : Have)
+    addCopy(Src, content(L), 0);
+}
+
+// A node pointing where From points, moved by Delta.
+NodeId PMAliasSolver::offsetNode(NodeId From, int64_t Delta) {
+  NodeId N = newNode();
+  addCopy(From, N, Delta);
+  return N;
+}
+
+void PMAliasSolver::initFromConstant(LocId Base, const Constant *C) {
+  if (!carriesPointers(C->getType()) && !isa<ConstantAggregate>(C))
+    return;
+  auto [O, Off] = Locs[Base];
+  if (auto *CS = dyn_cast<ConstantStruct>(C)) {
+    const StructLayout *SL = DL.getStructLayout(CS->getType());
+    for (unsigned I = 0; I < CS->getNumOperands(); I++)
+      initFromConstant(Off == AnyOff ? Base
+                                     : loc(O, Off + SL->getElementOffset(I)),
+                       CS->getOperand(I));
+  } else if (auto *CA = dyn_cast<ConstantArray>(C)) {
+    uint64_t Size = DL.getTypeAllocSize(CA->getType()->getElementType());
+    for (unsigned I = 0; I < CA->getNumOperands(); I++)
+      initFromConstant(Off == AnyOff ? Base : loc(O, Off + I * Size),
+                       CA->getOperand(I));
+  } else {
+    constrainConstant(C, content(Base), 0);
+  }
+}
+
+void PMAliasSolver::constrainGlobals() {
+  for (GlobalVariable &G : M.globals()) {
+    if (G.getName().startswith("llvm."))
+      continue; // metadata tables: annotations, llvm.used
+    ObjId O = siteObj(&G, ObjKind::Global, "global " + G.getName().str());
+    if (G.hasInitializer())
+      initFromConstant(loc(O, 0), G.getInitializer());
+    // Other translation units may store anything into it.
+    if (!G.isConstant() && (G.isDeclaration() || !G.hasLocalLinkage()))
+      addPts(content(loc(O, AnyOff)), loc(Unknown, AnyOff));
+  }
+}
+
+void PMAliasSolver::constrainFunction(Function &F) {
+  // Callers the module cannot see may pass anything.
+  bool Open = !F.hasLocalLinkage() || F.hasAddressTaken();
+  if (Open)
+    for (Argument &A : F.args())
+      if (carriesPointers(A.getType()))
+        addPts(node(&A), loc(Unknown, AnyOff));
+  if (F.hasFnAttribute("pmkit.pm_allocator"))
+    for (Instruction &I : instructions(F))
+      if (auto *RI = dyn_cast<ReturnInst>(&I))
+        if (Value *RV = RI->getReturnValue())
+          addPts(node(RV), loc(siteObj(RI, ObjKind::PM,
+                                       "PM allocator " + F.getName().str()),
+                               0));
+  for (Instruction &I : instructions(F))
+    constrainInstruction(I);
+}
+
+void PMAliasSolver::constrainInstruction(Instruction &I) {
+  if (auto *AI = dyn_cast<AllocaInst>(&I)) {
+    addPts(node(AI), loc(siteObj(AI, ObjKind::Stack, "stack"), 0));
+  } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
+    NodeId Addr = node(LI->getPointerOperand()); // queried later
+    if (carriesPointers(LI->getType()))
+      addLoad(Addr, node(LI));
+  } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+    NodeId Addr = node(SI->getPointerOperand());
+    if (carriesPointers(SI->getValueOperand()->getType()))
+      addStore(Addr, node(SI->getValueOperand()));
+  } else if (auto *GEP = dyn_cast<GetElementPtrInst>(&I)) {
+    APInt Delta(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+    bool Known = GEP->accumulateConstantOffset(DL, Delta);
+    addCopy(node(GEP->getPointerOperand()), node(GEP),
+            Known ? Delta.getSExtValue() : AnyOff);
+  } else if (isa<IntToPtrInst>(I)) {
+    // An integer may have been computed from any address.
+    addCopy(node(I.getOperand(0)), node(&I), AnyOff);
+    addPts(node(&I), loc(Unknown, AnyOff));
+  } else if (auto *CI = dyn_cast<CastInst>(&I)) {
+    if (carriesPointers(CI->getType()) &&
+        carriesPointers(CI->getOperand(0)->getType()))
+      addCopy(node(CI->getOperand(0)), node(CI), 0);
+  } else if (auto *BO = dyn_cast<BinaryOperator>(&I)) {
+    if (carriesPointers(BO->getType()))
+      for (Value *Op : BO->operands())
+        addCopy(node(Op), node(BO), AnyOff);
+  } else if (auto *PN = dyn_cast<PHINode>(&I)) {
+    if (carriesPointers(PN->getType()))
+      for (Value *In : PN->incoming_values())
+        addCopy(node(In), node(PN), 0);
+  } else if (auto *Sel = dyn_cast<SelectInst>(&I)) {
+    if (carriesPointers(Sel->getType())) {
+      addCopy(node(Sel->getTrueValue()), node(Sel), 0);
+      addCopy(node(Sel->getFalseValue()), node(Sel), 0);
+    }
+  } else if (isa<ExtractValueInst>(I) || isa<InsertValueInst>(I) ||
+             isa<ExtractElementInst>(I) || isa<InsertElementInst>(I) ||
+             isa<ShuffleVectorInst>(I) || isa<FreezeInst>(I)) {
+    if (carriesPointers(I.getType()))
+      for (Value *Op : I.operands())
+        if (carriesPointers(Op->getType()))
+          addCopy(node(Op), node(&I), 0);
+  } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
+    NodeId Addr = node(CX->getPointerOperand());
+    if (carriesPointers(CX->getNewValOperand()->getType())) {
+      addStore(Addr, node(CX->getNewValOperand()));
+      addLoad(Addr, node(CX));
+    }
+  } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
+    NodeId Addr = node(RMW->getPointerOperand());
+    if (carriesPointers(RMW->getValOperand()->getType())) {
+      addStore(Addr, node(RMW->getValOperand()));
+      addLoad(Addr, node(RMW));
+    }
+  } else if (isa<VAArgInst>(I)) {
+    addPts(node(&I), loc(Unknown, AnyOff));
+  } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+    constrainCall(*CB);
+  }
+}
+
+void PMAliasSolver::constrainCall(CallBase &CB) {
+  NodeId Ret = carriesPointers(CB.getType()) ? node(&CB) : 0;
+  bool HasRet = carriesPointers(CB.getType());
+  if (auto *MI = dyn_cast<MemIntrinsic>(&CB))
+    node(MI->getRawDest()); // queried later
+  if (auto *MT = dyn_cast<MemTransferInst>(&CB)) {
+    // Copies whatever the source held, at offsets it does not follow.
+    NodeId T = newNode();
+    addLoad(offsetNode(node(MT->getRawSource()), AnyOff), T);
+    addStore(offsetNode(node(MT->getRawDest()), AnyOff), T);
+    return;
+  }
+  if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
+    if (II->getIntrinsicID() == Intrinsic::ptrmask)
+      addCopy(node(II->getArgOperand(0)), Ret, 0);
+    else if (HasRet)
+      addPts(Ret, loc(Unknown, AnyOff));
+    return;
+  }
+  Function *Callee = CB.getCalledFunction();
+  if (Callee && !Callee->isDeclaration()) {
+    for (unsigned I = 0; I < CB.arg_size() && I < Callee->arg_size(); I++)
+      if (carriesPointers(CB.getArgOperand(I)->getType()))
+        addCopy(node(CB.getArgOperand(I)), node(Callee->getArg(I)), 0);
+    if (HasRet)
+      for (Instruction &I : instructions(*Callee))
+        if (auto *RI = dyn_cast<ReturnInst>(&I))
+          if (Value *RV = RI->getReturnValue())
+            addCopy(node(RV), Ret, 0);
+    return;
+  }
+  if (Callee && constrainKnownExternal(CB, Callee->getName()))
+    return;
+  // Unknown code: it may return any pointer and store any pointer through
+  // the pointers it is given.
+  if (HasRet)
+    addPts(Ret, loc(Unknown, AnyOff));
+  NodeId Any = newNode();
+  addPts(Any, loc(Unknown, AnyOff));
+  for (Value *A : CB.args())
+    if (A->getType()->isPointerTy())
+      addStore(offsetNode(node(A), AnyOff), Any);
+}
+
+bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
+  auto Alloc = Allocators.find(Name);
+  if (Alloc != Allocators.end() ||
+      (CB.getCalledFunction()->hasFnAttribute("pmkit.pm_allocator"))) {
+    PMAllocator How =
+        Alloc != Allocators.end() ? Alloc->second : PMAllocator{true, 0};
+    LocId PM =
+        loc(siteObj(&CB, ObjKind::PM, Name.str() + " at " + where(&CB)), 0);
+    if (How.Return) {
+      addPts(node(&CB), PM);
+    } else if (How.Out < CB.arg_size()) {
+      NodeId P = newNode();
+      addPts(P, PM);
+      addStore(node(CB.getArgOperand(How.Out)), P);
+    }
+    return true;
+  }
+  if (Name == "mmap" || Name == "mmap64") {
+    // A mapping of a file may be PM; an anonymous one is DRAM.
+    auto *Flags = dyn_cast<ConstantInt>(CB.getArgOperand(3));
+    bool Anon = Flags && (Flags->getZExtValue() & 0x20 /* MAP_ANONYMOUS */);
+    addPts(node(&CB),
+           loc(siteObj(&CB, Anon ? ObjKind::Heap : ObjKind::PM,
+                       (Anon ? "anonymous mmap at " : "mmap of a file at ") +
+                           where(&CB)),
+               0));
+    return true;
+  }
+  static const StringRef Heap[] = {"malloc", "calloc",  "aligned_alloc",
+                                   "strdup", "strndup", "_Znwm",
+                                   "_Znam",  "valloc",  "memalign"};
+  if (is_contained(Heap, Name)) {
+    addPts(node(&CB),
+           loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+    return true;
+  }
+  if (Name == "realloc") {
+    addPts(node(&CB),
+           loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+    addCopy(node(CB.getArgOperand(0)), node(&CB), 0);
+    return true;
+  }
+  if (Name == "posix_memalign") {
+    NodeId P = newNode();
+    addPts(P, loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+    addStore(node(CB.getArgOperand(0)), P);
+    return true;
+  }
+  if (Name == "pmkit_pool_create" || Name == "pmkit_pool_open") {
+    NodeId P = newNode(); // the handle is the runtime's DRAM
+    addPts(P, loc(siteObj(&CB, ObjKind::Heap, "pool handle"), 0));
+    addStore(node(CB.getArgOperand(CB.arg_size() - 1)), P);
+    return true;
+  }
+  return is_contained(NoPointerEffects, Name);
+}
+
+void PMAliasSolver::solve() {
+  while (!Work.empty()) {
+    NodeId N = Work.back();
+    Work.pop_back();
+    SparseBitVector<> New = Nodes[N].Pts;
+    New.intersectWithComplement(Nodes[N].Done);
+    if (New.empty())
+      continue;
+    Nodes[N].Done |= New;
+    SmallVector<LocId, 8> Delta = members(New);
+    // Edges may be added while iterating: index, do not hold references.
+    for (size_t E = 0; E < Nodes[N].Copies.size(); E++) {
+      CopyEdge C = Nodes[N].Copies[E];
+      for (LocId L : Delta)
+        addPts(C.To, shift(L, C.Delta));
+    }
+    for (size_t D = 0; D < Nodes[N].LoadDsts.size(); D++)
+      for (LocId L : Delta)
+        addCopy(content(L), Nodes[N].LoadDsts[D], 0);
+    for (size_t S = 0; S < Nodes[N].StoreSrcs.size(); S++)
+      for (LocId L : Delta)
+        addCopy(Nodes[N].StoreSrcs[S], content(L), 0);
+  }
+}
+
+bool PMAliasSolver::mayBePM(const Value *V) const {
+  auto It = ValueNodes.find(V->stripPointerCasts());
+  if (It == ValueNodes.end())
+    It = ValueNodes.find(V);
+  if (It == ValueNodes.end())
+    return !isa<AllocaInst>(V->stripPointerCasts()) &&
+           !isa<GlobalValue>(V->stripPointerCasts()); // not analysed
+  for (LocId L : Nodes[It->second].Pts) {
+    ObjKind K = Objs[Locs[L].first].Kind;
+    if (K == ObjKind::PM || K == ObjKind::Unknown)
+      return true;
+  }
+  return false;
+}
+
+std::string PMAliasSolver::pmSource(const Value *V) const {
+  auto It = ValueNodes.find(V);
+  if (It == ValueNodes.end())
+    return mayBePM(V) ? "not analysed" : "";
+  std::string Unknown;
+  for (LocId L : Nodes[It->second].Pts) {
+    const Obj &O = Objs[Locs[L].first];
+    if (O.Kind == ObjKind::PM)
+      return O.Why; // a definite PM source reads better than "unknown"
+    if (O.Kind == ObjKind::Unknown)
+      Unknown = O.Why;
+  }
+  return Unknown;
+}
+
+PMAliasInfo::PMAliasInfo(std::unique_ptr<PMAliasSolver> S) : S(std::move(S)) {}
+PMAliasInfo::PMAliasInfo(PMAliasInfo &&) = default;
+PMAliasInfo::~PMAliasInfo() = default;
+
+bool PMAliasInfo::mayBePM(const Value *V) const { return S->mayBePM(V); }
+std::string PMAliasInfo::pmSource(const Value *V) const {
+  return S->pmSource(V);
+}
+
+AnalysisKey PMAliasAnalysis::Key;
+
+PMAliasInfo PMAliasAnalysis::run(Module &M, ModuleAnalysisManager &) {
+  return PMAliasInfo(std::make_unique<PMAliasSolver>(M));
+}
+
+// The address an instruction accesses, if it is a memory access.
+static const Value *accessedAddress(const Instruction &I) {
+  if (auto *LI = dyn_cast<LoadInst>(&I))
+    return LI->getPointerOperand();
+  if (auto *SI = dyn_cast<StoreInst>(&I))
+    return SI->getPointerOperand();
+  if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I))
+    return CX->getPointerOperand();
+  if (auto *RMW = dyn_cast<AtomicRMWInst>(&I))
+    return RMW->getPointerOperand();
+  if (auto *MI = dyn_cast<MemIntrinsic>(&I))
+    return MI->getRawDest();
+  return nullptr;
+}
+
+PreservedAnalyses PMAliasPrinterPass::run(Module &M,
+                                          ModuleAnalysisManager &MAM) {
+  const PMAliasInfo &PA = MAM.getResult<PMAliasAnalysis>(M);
+  for (Function &F : M)
+    for (Instruction &I : instructions(F)) {
+      const Value *A = accessedAddress(I);
+      if (!A)
+        continue;
+      bool PM = PA.mayBePM(A);
+      outs() << F.getName() << ": " << (PM ? "PM  " : "DRAM") << I;
+      if (PM)
+        outs() << "  ; " << PA.pmSource(A);
+      outs() << '\n';
+    }
+  return PreservedAnalyses::all();
+}
+
+} // namespace pmkit
