@@ -19,6 +19,8 @@
 
 #include "PMAlias/PMAlias.h"
 
+#include "Common/SourceLoc.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SparseBitVector.h"
 #include "llvm/ADT/Statistic.h"
@@ -205,16 +207,6 @@ bool carriesPointers(Type *T) {
   if (auto *VT = dyn_cast<VectorType>(T))
     return carriesPointers(VT->getElementType());
   return false;
-}
-
-std::string where(const Instruction *I) {
-  std::string S;
-  raw_string_ostream OS(S);
-  if (const DebugLoc &DL = I->getDebugLoc())
-    OS << DL->getFilename() << ':' << DL.getLine();
-  else
-    OS << I->getFunction()->getName();
-  return S;
 }
 
 } // namespace
@@ -620,7 +612,7 @@ bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
     PMAllocator How =
         Alloc != Allocators.end() ? Alloc->second : PMAllocator{true, 0};
     LocId PM =
-        loc(siteObj(&CB, ObjKind::PM, Name.str() + " at " + where(&CB)), 0);
+        loc(siteObj(&CB, ObjKind::PM, Name.str() + " at " + sourceLoc(&CB)), 0);
     if (How.Return) {
       addPts(node(&CB), PM);
     } else if (How.Out < CB.arg_size()) {
@@ -637,7 +629,7 @@ bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
     addPts(node(&CB),
            loc(siteObj(&CB, Anon ? ObjKind::Heap : ObjKind::PM,
                        (Anon ? "anonymous mmap at " : "mmap of a file at ") +
-                           where(&CB)),
+                           sourceLoc(&CB)),
                0));
     return true;
   }
@@ -646,18 +638,18 @@ bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
                                    "_Znam",  "valloc",  "memalign"};
   if (is_contained(Heap, Name)) {
     addPts(node(&CB),
-           loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+           loc(siteObj(&CB, ObjKind::Heap, "heap at " + sourceLoc(&CB)), 0));
     return true;
   }
   if (Name == "realloc") {
     addPts(node(&CB),
-           loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+           loc(siteObj(&CB, ObjKind::Heap, "heap at " + sourceLoc(&CB)), 0));
     addCopy(node(CB.getArgOperand(0)), node(&CB), 0);
     return true;
   }
   if (Name == "posix_memalign") {
     NodeId P = newNode();
-    addPts(P, loc(siteObj(&CB, ObjKind::Heap, "heap at " + where(&CB)), 0));
+    addPts(P, loc(siteObj(&CB, ObjKind::Heap, "heap at " + sourceLoc(&CB)), 0));
     addStore(node(CB.getArgOperand(0)), P);
     return true;
   }

@@ -20,6 +20,8 @@
 #include "Common/PersistOps.h"
 #include "PMAlias/PMAlias.h"
 
+#include "Common/SourceLoc.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -98,16 +100,6 @@ StringRef asmText(const Instruction &I) {
     if (auto *IA = dyn_cast<InlineAsm>(CB->getCalledOperand()))
       return IA->getAsmString();
   return "";
-}
-
-std::string where(const Instruction *I) {
-  std::string S;
-  raw_string_ostream OS(S);
-  if (const DebugLoc &DL = I->getDebugLoc())
-    OS << DL->getFilename() << ':' << DL.getLine();
-  else
-    OS << I->getFunction()->getName() << " (no debug info)";
-  return S;
 }
 
 class Robustifier {
@@ -232,9 +224,9 @@ void Robustifier::persistAfter(Instruction *I, Value *Addr, uint64_t Size,
   B.CreateCall(Intrinsic::getDeclaration(&M, Intrinsic::x86_sse_sfence));
   ++NumFences;
   if (Report)
-    Lines.push_back(where(I) + ": " + What.str() + " (" + PA.pmSource(Addr) +
-                    "): " + (Len ? "range write-back" : "write-back") +
-                    " + sfence");
+    Lines.push_back(
+        sourceLoc(I) + ": " + What.str() + " (" + PA.pmSource(Addr) +
+        "): " + (Len ? "range write-back" : "write-back") + " + sfence");
 }
 
 bool Robustifier::robustify(Function &F) {
