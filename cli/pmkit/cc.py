@@ -18,14 +18,15 @@ from pmkit import paths
 # Modes a user may ask for; None marks one that later work will add (DESIGN.md lists them).
 MODES: dict[str, str | None] = {
     "none": "annotations only: no instrumentation",
-    "robust": None,
+    "robust": "PMRobust: the compiler inserts the flushes and fences",
     "clobber": None,
     "ssapp": None,
     "wpp": None,
     "arp": None,
 }
 
-HELP = """usage: pmkit cc|c++ [--mode=MODE] [--trace [--trace-loads]] [--pmkit-dry-run] ARGS...
+HELP = """usage: pmkit cc|c++ [--mode=MODE] [ROBUST-OPTIONS] [--trace [--trace-loads]]
+                    [--pmkit-dry-run] ARGS...
 
 Compile and link C or C++ with clang-16 and the pmkit pass plugin.
 
@@ -34,6 +35,13 @@ Compile and link C or C++ with clang-16 and the pmkit pass plugin.
   --trace-loads     with --trace: record loads as well
   --pmkit-dry-run   print the clang command instead of running it
   CLANG-ARGS        passed to clang unchanged
+
+Robust mode (docs/modes/robust.md):
+  --robust-setting=S  base (flush and fence after every PM access; the default)
+  --strip-existing    remove the program's own flushes and fences first
+  --report            list every flush and fence inserted, with its source line
+  --pm-allocators=F   file naming more PM allocators ('<function> return' or
+                      '<function> out <argument index>' per line)
 
 Also usable as CC="pmkit cc" in a build system.
 """
@@ -57,9 +65,26 @@ def compiler(cxx: bool) -> str:
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
     mode, dry, trace, loads, rest = "none", False, False, False, []
+    robust: list[str] = []  # -mllvm options of robust mode
     it = iter(argv)
     for a in it:
-        if a == "--trace":
+        if a == "--strip-existing":
+            robust.append("-pmkit-robust-strip-existing")
+        elif a == "--report":
+            robust.append("-pmkit-robust-report")
+        elif a.startswith("--robust-setting="):
+            setting = a.split("=", 1)[1]
+            if setting not in ("base", "opt", "flit"):
+                raise UsageError(
+                    f"unknown robust setting '{setting}' (choose from base, opt, flit)"
+                )
+            robust.append(f"-pmkit-robust-setting={setting}")
+        elif a.startswith("--pm-allocators="):
+            f = a.split("=", 1)[1]
+            if not os.path.isfile(f):
+                raise UsageError(f"--pm-allocators: no such file: {f}")
+            robust.append(f"-pmkit-pmalias-config={os.path.abspath(f)}")
+        elif a == "--trace":
             trace = True
         elif a == "--trace-loads":
             loads = True
@@ -77,6 +102,10 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if MODES[mode] is None:
         raise UsageError(f"mode '{mode}' is not available in this build yet")
+    if robust and mode != "robust":
+        raise UsageError(
+            "--robust-setting, --strip-existing, --report and --pm-allocators need --mode=robust"
+        )
     if loads and not trace:
         raise UsageError("--trace-loads needs --trace")
     if not rest:
@@ -88,6 +117,10 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     if p.plugin:
         cmd += [f"-fpass-plugin={p.plugin}", f"-fplugin={p.plugin}"]
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
+        for o in robust:
+            cmd += ["-mllvm", o]
+        if "-pmkit-robust-report" in robust and not any(a.startswith("-g") for a in rest):
+            cmd += ["-gline-tables-only"]  # the report's file:line
     if trace:
         # Debug info gives the explorer's reports their file:line.
         cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])

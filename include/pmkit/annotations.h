@@ -22,4 +22,19 @@
 /* A function the robust analysis must leave alone. */
 #define PMKIT_ROBUST_IGNORE PMKIT_ANNOTATE_("pmkit.robust_ignore")
 
+/* Statements the robust mode must leave alone (no flush or fence after
+ * them): a pattern the user knows is safe without strict persistency (a
+ * checksum, an atomic that never changes). The markers are asm comments,
+ * so without the plugin they only keep the compiler from moving memory
+ * accesses across them. */
+#if defined(__GNUC__)
+#define PMKIT_ROBUST_IGNORE_BEGIN                                              \
+  __asm__ __volatile__("# pmkit.robust_ignore_begin" ::: "memory")
+#define PMKIT_ROBUST_IGNORE_END                                                \
+  __asm__ __volatile__("# pmkit.robust_ignore_end" ::: "memory")
+#else
+#define PMKIT_ROBUST_IGNORE_BEGIN
+#define PMKIT_ROBUST_IGNORE_END
+#endif
+
 #endif /* PMKIT_ANNOTATIONS_H */

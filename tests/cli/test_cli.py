@@ -29,7 +29,10 @@ def test_help_and_version(run):
         (["pool", "create"], "required"),
         (["pool", "create", "/dev/shm/x", "--size", "lots"], "bad size"),
         (["cc", "--mode=bogus", "x.c"], "unknown mode"),
-        (["cc", "--mode=robust", "x.c"], "not available"),
+        (["cc", "--mode=clobber", "x.c"], "not available"),
+        (["cc", "--report", "x.c"], "need --mode=robust"),
+        (["cc", "--mode=robust", "--robust-setting=fast", "x.c"], "unknown robust setting"),
+        (["cc", "--mode=robust", "--pm-allocators=/nonexistent", "x.c"], "no such file"),
         (["cc"], "no input files"),
     ],
 )
@@ -116,3 +119,19 @@ def test_cc_builds_a_pool_program(run, shm, tmp_path):
     r = run("cc", "--pmkit-dry-run", "-c", str(src))
     assert "-fpass-plugin=" in r.stdout and "-pmkit-mode=none" in r.stdout
     assert "-lpmkit" not in r.stdout
+
+
+def test_cc_robust_mode_reports_what_it_inserts(run, shm, tmp_path):
+    """The same program with its flushes and fences stripped and re-derived by robust mode still
+    runs, and --report names the store lines it flushed."""
+    src = tmp_path / "count.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / "count-robust"
+    r = run("cc", "--mode=robust", "--strip-existing", "--report", "-O1", str(src), "-o", str(exe))
+    assert r.returncode == 0, r.stderr
+    assert "pmkit-robust: " in r.stderr and "count.c:" in r.stderr and "+ sfence" in r.stderr
+    pool = str(shm / "count-robust.pool")
+    outs = [subprocess.run([str(exe), pool], capture_output=True, text=True) for _ in range(2)]
+    assert [o.stdout for o in outs] == ["run 1\n", "run 2\n"]
+    r = run("cc", "--pmkit-dry-run", "--mode=robust", "--robust-setting=base", "-c", str(src))
+    assert "-pmkit-robust-setting=base" in r.stdout and "-pmkit-mode=robust" in r.stdout
