@@ -72,6 +72,12 @@ cl::opt<bool> StripExisting(
     cl::desc("pmkit-robust: remove the program's own flushes and fences "
              "first, so that the pass derives all of them"));
 
+cl::opt<bool> StripOnly(
+    "pmkit-robust-strip-only", cl::Hidden, cl::init(false),
+    cl::desc("pmkit-robust: with -pmkit-robust-strip-existing, insert "
+             "nothing: the program as robust mode's user writes it, the "
+             "control of the mode's end-to-end tests"));
+
 cl::opt<bool> Report("pmkit-robust-report", cl::Hidden, cl::init(false),
                      cl::desc("pmkit-robust: list every flush and fence "
                               "inserted, with its reason, on stderr"));
@@ -330,7 +336,7 @@ bool Robustifier::run() {
       continue;
     if (StripExisting)
       Changed |= strip(F);
-    if (F.hasFnAttribute(AttrRobustIgnore))
+    if (F.hasFnAttribute(AttrRobustIgnore) || StripOnly)
       continue;
     Changed |= robustify(F);
   }

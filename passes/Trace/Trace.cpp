@@ -376,7 +376,7 @@ bool Tracer::run() {
   declareRuntime();
   bool Changed = false;
   for (Function &F : M) {
-    if (F.isDeclaration() || F.getName().startswith("__pmkit_") ||
+    if (F.isDeclaration() || F.getName().startswith("__pmkit_trace_") ||
         F.getName().startswith("pmkit.trace."))
       continue;
     SmallVector<Instruction *, 64> Work;
