@@ -7,6 +7,8 @@ promises crash consistency.
   interrupted run is then resumed to the end and checked again.
 - hand-adr: `pmkit explore` records a short run of the traced build and checks the crash images
   of volatile caches (model x86) with the hand-adr build's `--check`.
+- robust mode: the hand-adr source with its flushes compiled out, built with robust mode, must
+  explore clean with --robustness; built without it, it must fail (the oracle bites).
 - Every checker must also catch a corrupted pool: with the operation counter of the run rewound
   (the replay then expects older values), and for workloads that store bench_make_value values
   (workload.json: not a set, "values" not false) with one byte of a stored value flipped.
@@ -181,20 +183,31 @@ def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
     pool.unlink()
 
 
-def explore(build: Path, name: str, work: Path, args: list[str], budget: int, tag: str):
-    traced = binary(build, name, "hand-adr-traced")
-    checker = binary(build, name, "hand-adr")
-    pool = work / f"explore-{name}.pool"  # the run leaves it behind
+def explore(
+    build: Path, name: str, work: Path, args: list[str], budget: int, tag: str,
+    traced: str = "hand-adr-traced", checker: str = "hand-adr", robustness: bool = False,
+    expect: int = 0,
+) -> str:  # fmt: skip
+    """Explore the traced build under x86 with the checker build's --check; the exit status
+    must be `expect`. Returns the summary line (images, and robustness with --robustness)."""
+    prog, check = binary(build, name, traced), binary(build, name, checker)
+    pool = work / f"explore-{name}-{traced}.pool"  # the run leaves it behind
     cmd = [
         str(REPO / ".venv" / "bin" / "python"), "-m", "pmkit", "explore", "--no-progress",
-        "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}"),
-        "--check", f"{checker} --check {{pool}}", "--", str(traced), *args, "--pool", str(pool),
+        "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}-{traced}"),
+        *(["--robustness"] if robustness else []),
+        "--check", f"{check} --check {{pool}}", "--", str(prog), *args, "--pool", str(pool),
     ]  # fmt: skip
     r = run(cmd, timeout=600, env={"PYTHONPATH": str(REPO / "cli")})
-    if r.returncode:
-        raise Failure(f"{tag}: pmkit explore exit {r.returncode}:\n{r.stdout}{r.stderr}")
+    if r.returncode != expect:
+        raise Failure(
+            f"{tag}: pmkit explore exit {r.returncode}, expected {expect}:\n{r.stdout}{r.stderr}"
+        )
     pool.unlink(missing_ok=True)
-    return next((ln.strip() for ln in r.stdout.splitlines() if "images:" in ln), "")
+    lines = r.stdout.splitlines()
+    images = next((ln.strip() for ln in lines if "images:" in ln), "")
+    robust = next((ln.split("(")[0].strip() for ln in lines if ln.startswith("robustness:")), "")
+    return f"{images}; {robust}" if robustness else images
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,6 +259,19 @@ def main(argv: list[str] | None = None) -> int:
             except Failure as e:
                 failures += 1
                 print(f"FAIL {e}")
+            # Robust mode's oracle: the flush-free source with robust mode is robust, and
+            # without it is not.
+            for traced, expect in (("robust-traced", 0), ("stripped-traced", 1)):
+                tag = f"{name}/{traced}"
+                try:
+                    s = explore(
+                        args.build_dir, name, work, explore_args, 1000, tag, traced, traced,
+                        robustness=True, expect=expect,
+                    )  # fmt: skip
+                    print(f"ok   {tag}: explored with --robustness, exit {expect}: {s}")
+                except Failure as e:
+                    failures += 1
+                    print(f"FAIL {e}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"crashtest: {failures} failure(s)")
