@@ -35,6 +35,17 @@ import run as harness  # noqa: E402  (bench/run.py: machine, commit, run_once, b
 
 BENCH = Path(__file__).resolve().parent
 VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
+# Modes measured against the baselines, on request (--variants): robust = robust mode's
+# default setting on the hand-adr source with its flushes compiled out.
+MODE_VARIANTS = ["robust"]
+# What a results file is about, by --name: the baselines, or one mode against its baseline.
+DESCRIPTIONS = {
+    "suite": "Median throughput of every workload of bench/suite.json in each variant "
+    "(operations per second over a timed window), the baseline every pmkit mode is "
+    "measured against.",
+    "robust": "Robust mode (flushes and fences inserted by the compiler, setting base) against "
+    "the hand-placed flushes of hand-adr, on every workload of bench/suite.json.",
+}
 
 
 def int_list(text: str) -> list[int]:
@@ -72,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default="all")
     ap.add_argument("--only")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument(
+        "--name", choices=sorted(DESCRIPTIONS), default="suite",
+        help="what the results file is about (its name and report section)",
+    )  # fmt: skip
     ap.add_argument("--threads", type=int_list, default=[1, 2])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--scale", choices=["quick", "full"], default="full")
@@ -115,9 +130,11 @@ def run_one(b: Path, sizes: list[str], threads: int, seconds: float, templates: 
 
 def run_suite(args: argparse.Namespace) -> int:
     variants = [v for v in args.variants.split(",") if v]
-    unknown = [v for v in variants if v not in VARIANTS]
+    unknown = [v for v in variants if v not in VARIANTS + MODE_VARIANTS]
     if unknown:
-        raise harness.HarnessError(f"unknown variant {unknown[0]} (choose from {VARIANTS})")
+        raise harness.HarnessError(
+            f"unknown variant {unknown[0]} (choose from {VARIANTS + MODE_VARIANTS})"
+        )
     seconds = args.seconds or (1.0 if args.scale == "full" else 0.3)
     chosen = workloads(args.suite, args.only)
     if not chosen:
@@ -187,10 +204,8 @@ def run_suite(args: argparse.Namespace) -> int:
     commit = harness.git_commit()
     doc = {
         "schema": 1,
-        "benchmark": "suite",
-        "description": "Median throughput of every workload of bench/suite.json in each variant "
-        "(operations per second over a timed window), the baseline every pmkit mode is "
-        "measured against.",
+        "benchmark": args.name,
+        "description": DESCRIPTIONS[args.name],
         "date": started.isoformat(timespec="seconds"),
         "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
         "machine": harness.machine_info(build),
@@ -211,7 +226,7 @@ def run_suite(args: argparse.Namespace) -> int:
     out_dir = args.results_dir if args.scale == "full" else args.results_dir / "tmp"
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = started.strftime("%Y%m%d-%H%M%S")
-    out = out_dir / f"suite-{stamp}-{commit.get('sha', 'unknown')[:12]}.json"
+    out = out_dir / f"{args.name}-{stamp}-{commit.get('sha', 'unknown')[:12]}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"suite.py: wrote {out}", file=sys.stderr)
     return 0
