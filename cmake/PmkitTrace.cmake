@@ -22,24 +22,3 @@ function(pmkit_trace_target tgt)
   set_source_files_properties(${srcs} TARGET_DIRECTORY ${tgt}
     PROPERTIES OBJECT_DEPENDS ${plugin})
 endfunction()
-
-# pmkit_mode_target(<target> <mode> [options...]): compile <target>'s sources
-# with the pass plugin in crash-consistency mode <mode> (pmkit cc --mode=),
-# passing each further argument as an -mllvm option of the plugin. Combine
-# with pmkit_trace_target to explore the result.
-function(pmkit_mode_target tgt mode)
-  if(NOT PMKIT_BUILD_PASSES)
-    message(FATAL_ERROR "pmkit_mode_target(${tgt}) needs PMKIT_BUILD_PASSES=ON")
-  endif()
-  set(plugin ${PMKIT_PLUGIN_FILE})
-  target_compile_options(${tgt} PRIVATE
-    -fpass-plugin=${plugin} -fplugin=${plugin}
-    "SHELL:-mllvm -pmkit-mode=${mode}")
-  foreach(o ${ARGN})
-    target_compile_options(${tgt} PRIVATE "SHELL:-mllvm ${o}")
-  endforeach()
-  add_dependencies(${tgt} pmkit-passes)
-  get_target_property(srcs ${tgt} SOURCES)
-  set_source_files_properties(${srcs} TARGET_DIRECTORY ${tgt}
-    PROPERTIES OBJECT_DEPENDS ${plugin})
-endfunction()

@@ -22,6 +22,8 @@
 #include "Common/SourceLoc.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SparseBitVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
@@ -231,6 +233,14 @@ private:
   StringMap<PMAllocator> Allocators;
   std::vector<NodeId> Work;
   ObjId Unknown = 0;
+  // Calls through pointers, resolved as the callee's set grows: the node of
+  // the called value -> (call, index of its first argument passed on).
+  DenseMap<NodeId, SmallVector<std::pair<CallBase *, unsigned>, 1>> Indirect;
+  DenseSet<std::pair<CallBase *, Function *>> Connected;
+  DenseSet<CallBase *> UnknownCalls;
+  DenseMap<ObjId, Function *> FuncOf;
+  DenseSet<Function *> OpenFuncs; // callable with arguments we cannot see
+  NodeId EscapeSink = 0;          // what unknown code is given
 
   ObjId newObj(ObjKind K, std::string Why);
   ObjId siteObj(const Value *Site, ObjKind K, std::string Why);
@@ -251,15 +261,21 @@ private:
   void constrainFunction(Function &F);
   void constrainInstruction(Instruction &I);
   void constrainCall(CallBase &CB);
-  bool constrainKnownExternal(CallBase &CB, StringRef Name);
+  bool constrainKnownExternal(CallBase &CB, Function &Callee);
   void constrainConstant(const Constant *C, NodeId N, int64_t Off);
   void initFromConstant(LocId Base, const Constant *C);
   void solve();
+  void connectCall(CallBase &CB, unsigned First, Function &F);
+  void unknownCall(CallBase &CB);
+  void open(Function &F);
+  void openReferencedFunctions(const Constant *C,
+                               SmallPtrSetImpl<const Constant *> &Seen);
 };
 
 PMAliasSolver::PMAliasSolver(Module &M) : M(M), DL(M.getDataLayout()) {
   Unknown = newObj(ObjKind::Unknown, "unknown memory");
   Objs[Unknown].Collapsed = true;
+  EscapeSink = newNode();
   // Whatever is loaded from memory nobody can see is unknown too.
   addPts(content(loc(Unknown, AnyOff)), loc(Unknown, AnyOff));
   for (const auto &A : BuiltinAllocators)
@@ -377,8 +393,10 @@ NodeId PMAliasSolver::node(const Value *V) {
 void PMAliasSolver::constrainConstant(const Constant *C, NodeId N,
                                       int64_t Off) {
   if (auto *F = dyn_cast<Function>(C)) {
-    addPts(N, loc(siteObj(F, ObjKind::Func, "function " + F->getName().str()),
-                  Off));
+    ObjId O = siteObj(const_cast<Function *>(F), ObjKind::Func,
+                      "function " + F->getName().str());
+    FuncOf[O] = const_cast<Function *>(F);
+    addPts(N, loc(O, Off));
   } else if (auto *GV = dyn_cast<GlobalValue>(C)) {
     addPts(N, loc(siteObj(GV, ObjKind::Global, "global " + GV->getName().str()),
                   Off));
@@ -472,8 +490,13 @@ void PMAliasSolver::constrainGlobals() {
     if (G.getName().startswith("llvm."))
       continue; // metadata tables: annotations, llvm.used
     ObjId O = siteObj(&G, ObjKind::Global, "global " + G.getName().str());
-    if (G.hasInitializer())
+    if (G.hasInitializer()) {
       initFromConstant(loc(O, 0), G.getInitializer());
+      // Other units can read it, and call what it leads to.
+      SmallPtrSet<const Constant *, 16> Seen;
+      if (!G.hasLocalLinkage())
+        openReferencedFunctions(G.getInitializer(), Seen);
+    }
     // Other translation units may store anything into it.
     if (!G.isConstant() && (G.isDeclaration() || !G.hasLocalLinkage()))
       addPts(content(loc(O, AnyOff)), loc(Unknown, AnyOff));
@@ -481,12 +504,10 @@ void PMAliasSolver::constrainGlobals() {
 }
 
 void PMAliasSolver::constrainFunction(Function &F) {
-  // Callers the module cannot see may pass anything.
-  bool Open = !F.hasLocalLinkage() || F.hasAddressTaken();
-  if (Open)
-    for (Argument &A : F.args())
-      if (carriesPointers(A.getType()))
-        addPts(node(&A), loc(Unknown, AnyOff));
+  // Callers the module cannot see may pass anything. A function whose
+  // address is taken is opened when the address reaches unknown code.
+  if (!F.hasLocalLinkage())
+    open(F);
   if (F.hasFnAttribute("pmkit.pm_allocator"))
     for (Instruction &I : instructions(F))
       if (auto *RI = dyn_cast<ReturnInst>(&I))
@@ -574,8 +595,9 @@ void PMAliasSolver::constrainCall(CallBase &CB) {
     return;
   }
   if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
-    if (II->getIntrinsicID() == Intrinsic::ptrmask)
-      addCopy(node(II->getArgOperand(0)), Ret, 0);
+    if (II->getIntrinsicID() == Intrinsic::ptrmask ||
+        II->getIntrinsicID() == Intrinsic::threadlocal_address)
+      addCopy(node(II->getArgOperand(0)), Ret, 0); // this thread's copy
     else if (HasRet)
       addPts(Ret, loc(Unknown, AnyOff));
     return;
@@ -592,23 +614,90 @@ void PMAliasSolver::constrainCall(CallBase &CB) {
             addCopy(node(RV), Ret, 0);
     return;
   }
-  if (Callee && constrainKnownExternal(CB, Callee->getName()))
+  if (!Callee) {
+    // Resolved by what the called pointer may point to (solve()).
+    Indirect[node(CB.getCalledOperand())].push_back({&CB, 0});
     return;
-  // Unknown code: it may return any pointer and store any pointer through
-  // the pointers it is given.
-  if (HasRet)
-    addPts(Ret, loc(Unknown, AnyOff));
+  }
+  if (Callee->getName() == "pthread_create" && CB.arg_size() == 4) {
+    // start(arg) on a new thread: an indirect call with one argument.
+    Indirect[node(CB.getArgOperand(2))].push_back({&CB, 3});
+    return;
+  }
+  if (constrainKnownExternal(CB, *Callee))
+    return;
+  unknownCall(CB);
+}
+
+// Unknown code: it may return any pointer, store any pointer through the
+// pointers it is given, and call any function it is given.
+void PMAliasSolver::unknownCall(CallBase &CB) {
+  if (!UnknownCalls.insert(&CB).second)
+    return;
+  if (carriesPointers(CB.getType()))
+    addPts(node(&CB), loc(Unknown, AnyOff));
   NodeId Any = newNode();
   addPts(Any, loc(Unknown, AnyOff));
   for (Value *A : CB.args())
-    if (A->getType()->isPointerTy())
-      addStore(offsetNode(node(A), AnyOff), Any);
+    if (A->getType()->isPointerTy()) {
+      NodeId Pointee = offsetNode(node(A), AnyOff);
+      addStore(Pointee, Any);
+      addCopy(node(A), EscapeSink, 0);
+      addLoad(Pointee, EscapeSink); // a struct of callbacks, one level deep
+    }
 }
 
-bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
+void PMAliasSolver::connectCall(CallBase &CB, unsigned First, Function &F) {
+  if (!Connected.insert({&CB, &F}).second)
+    return;
+  if (F.isDeclaration()) {
+    if (First == 0 && !constrainKnownExternal(CB, F))
+      unknownCall(CB);
+    return;
+  }
+  for (unsigned I = First, P = 0; I < CB.arg_size() && P < F.arg_size();
+       I++, P++)
+    if (carriesPointers(CB.getArgOperand(I)->getType()))
+      addCopy(node(CB.getArgOperand(I)), node(F.getArg(P)), 0);
+  if (First == 0 && carriesPointers(CB.getType()))
+    for (Instruction &I : instructions(F))
+      if (auto *RI = dyn_cast<ReturnInst>(&I))
+        if (Value *RV = RI->getReturnValue())
+          addCopy(node(RV), node(&CB), 0);
+}
+
+void PMAliasSolver::open(Function &F) {
+  if (!OpenFuncs.insert(&F).second)
+    return;
+  for (Argument &A : F.args())
+    if (carriesPointers(A.getType()))
+      addPts(node(&A), loc(Unknown, AnyOff));
+}
+
+void PMAliasSolver::openReferencedFunctions(
+    const Constant *C, SmallPtrSetImpl<const Constant *> &Seen) {
+  if (!Seen.insert(C).second)
+    return;
+  if (auto *F = dyn_cast<Function>(C)) {
+    if (!F->isDeclaration())
+      open(*const_cast<Function *>(F));
+    return;
+  }
+  if (auto *GV = dyn_cast<GlobalVariable>(C)) {
+    if (GV->hasInitializer())
+      openReferencedFunctions(GV->getInitializer(), Seen);
+    return;
+  }
+  for (const Use &U : C->operands())
+    if (auto *Op = dyn_cast<Constant>(U.get()))
+      openReferencedFunctions(Op, Seen);
+}
+
+bool PMAliasSolver::constrainKnownExternal(CallBase &CB, Function &Callee) {
+  StringRef Name = Callee.getName();
   auto Alloc = Allocators.find(Name);
   if (Alloc != Allocators.end() ||
-      (CB.getCalledFunction()->hasFnAttribute("pmkit.pm_allocator"))) {
+      Callee.hasFnAttribute("pmkit.pm_allocator")) {
     PMAllocator How =
         Alloc != Allocators.end() ? Alloc->second : PMAllocator{true, 0};
     LocId PM =
@@ -645,6 +734,10 @@ bool PMAliasSolver::constrainKnownExternal(CallBase &CB, StringRef Name) {
     addPts(node(&CB),
            loc(siteObj(&CB, ObjKind::Heap, "heap at " + sourceLoc(&CB)), 0));
     addCopy(node(CB.getArgOperand(0)), node(&CB), 0);
+    return true;
+  }
+  if (Name == "__errno_location") {
+    addPts(node(&CB), loc(siteObj(&CB, ObjKind::Heap, "errno"), 0));
     return true;
   }
   if (Name == "posix_memalign") {
@@ -684,6 +777,22 @@ void PMAliasSolver::solve() {
     for (size_t S = 0; S < Nodes[N].StoreSrcs.size(); S++)
       for (LocId L : Delta)
         addCopy(Nodes[N].StoreSrcs[S], content(L), 0);
+    for (LocId L : Delta) {
+      ObjId O = Locs[L].first;
+      auto F = FuncOf.find(O);
+      if (N == EscapeSink && F != FuncOf.end() && !F->second->isDeclaration())
+        open(*F->second); // unknown code may call it with anything
+      auto It = Indirect.find(N);
+      if (It == Indirect.end())
+        continue;
+      SmallVector<std::pair<CallBase *, unsigned>, 1> Calls = It->second;
+      for (auto [CB, First] : Calls) {
+        if (F != FuncOf.end())
+          connectCall(*CB, First, *F->second);
+        else if (O == Unknown)
+          unknownCall(*CB); // a function pointer from unknown code
+      }
+    }
   }
 }
 

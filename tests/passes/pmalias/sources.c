@@ -19,6 +19,7 @@
 
 #include <pmkit/annotations.h>
 #include <pmkit/pmkit.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -115,3 +116,44 @@ __attribute__((noinline)) void configured(void) {
   cfg_out(8, (void **)&q);
   *q = 113;
 }
+
+// A call through a function pointer reaches the functions the pointer may
+// hold: here only DRAM is passed, so the callee's store is DRAM.
+// CHECK: through_ptr: DRAM {{.*}}store i64 114
+static __attribute__((noinline)) void through_ptr(long *p) { *p = 114; }
+static void (*volatile fp)(long *);
+__attribute__((noinline)) void call_through(void) {
+  long *d = malloc(8);
+  fp = through_ptr;
+  fp(d);
+  sink(d);
+}
+
+// A thread-local variable is DRAM (its address comes from an intrinsic).
+// CHECK: tls: DRAM {{.*}}store i64 115
+static __thread long tls_counter;
+__attribute__((noinline)) void tls(void) { tls_counter = 115; }
+
+// pthread_create(start, arg) calls start(arg): a PM argument makes the
+// thread's stores PM, a DRAM one leaves them DRAM.
+// CHECK: pm_worker: PM {{.*}}store i64 116{{.*}}; pmkit_alloc at
+// CHECK: dram_worker: DRAM {{.*}}store i64 117
+static void *pm_worker(void *arg) {
+  ((long *)arg)[0] = 116;
+  return 0;
+}
+static void *dram_worker(void *arg) {
+  ((long *)arg)[0] = 117;
+  return 0;
+}
+__attribute__((noinline)) void spawn(void) {
+  pthread_t a, b;
+  pthread_create(&a, 0, pm_worker, from_pool());
+  pthread_create(&b, 0, dram_worker, malloc(8));
+}
+
+// A function handed to unknown code may be called with anything.
+// CHECK: callback: PM {{.*}}store i64 118{{.*}}; unknown memory
+void register_callback(void (*)(long *));
+static void callback(long *p) { *p = 118; }
+__attribute__((noinline)) void hand_over(void) { register_callback(callback); }
