@@ -43,8 +43,9 @@ DESCRIPTIONS = {
     "suite": "Median throughput of every workload of bench/suite.json in each variant "
     "(operations per second over a timed window), the baseline every pmkit mode is "
     "measured against.",
-    "robust": "Robust mode (flushes and fences inserted by the compiler, setting base) against "
-    "the hand-placed flushes of hand-adr, on every workload of bench/suite.json.",
+    "robust": "Robust mode (flushes and fences inserted by the compiler, setting base, "
+    "whole-program analysis) against the hand-placed flushes of hand-adr, on every workload "
+    "of bench/suite.json.",
 }
 
 

@@ -162,10 +162,13 @@ def run_explorer(argv: list[str]) -> int:
 
 BENCH_HELP = """usage: pmkit bench run [--suite ds|tx|lf|all] [--variants V,...] [--threads 1,2]
                        [--repeat N] [--scale quick|full] [--seconds S] [--only NAME]
+                       [--name suite|robust]
        pmkit bench report
 
 run: every workload of bench/suite.json in every variant, interleaved; writes
-     bench/results/suite-<date>-<commit>.json (bench/results/tmp/ with --scale quick).
+     bench/results/<name>-<date>-<commit>.json (bench/results/tmp/ with --scale quick).
+     Variants: volatile, hand-adr, hand-eadr, pmdk (the default set), robust (robust
+     mode; measure it with --name robust --variants hand-adr,robust).
 report: regenerate docs/results.md and docs/figures/ from bench/results/*.json.
 """
 
