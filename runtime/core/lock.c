@@ -52,11 +52,16 @@ static int cas_state(uint64_t *w, uint64_t *v, uint32_t state, uint32_t gen) {
 void pmkit_mutex_lock(pmkit_mutex *m) {
   uint64_t *w = (uint64_t *)m;
   uint32_t gen = cur_gen(m);
+  /* Once this thread has slept, others may still sleep: it must take the
+   * lock as contended (2), or its unlock would wake nobody and a sleeper
+   * would be lost (woken, it found the lock taken by a thread that then
+   * released it uncontended). */
+  uint32_t take = 1;
   for (int spin = 0;; spin++) {
     uint64_t v = load_fresh(w, gen);
     uint32_t s = (uint32_t)v;
     if (s == 0) {
-      if (cas_state(w, &v, 1, gen))
+      if (cas_state(w, &v, take, gen))
         return;
       continue;
     }
@@ -67,6 +72,7 @@ void pmkit_mutex_lock(pmkit_mutex *m) {
     if (s == 1 && !cas_state(w, &v, 2, gen))
       continue;
     futex_wait(&m->state, 2);
+    take = 2;
     /* Woken: take it as contended so our unlock wakes the next waiter. */
     v = load_fresh(w, gen);
     while ((uint32_t)v == 0)
