@@ -63,6 +63,8 @@ format:
 bench: build
 	$(VENV)/python bench/run.py alloc trace explore
 	$(VENV)/python bench/suite.py --scale full
+	$(VENV)/python bench/suite.py --name robust --variants hand-adr,robust --scale full --repeat 3
+	$(VENV)/python bench/robust_stats.py
 	$(VENV)/python bench/report.py
 
 # Longer crash campaigns: 20000 random kills of the allocator workload and
