@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 
 from pmkit import paths
 
@@ -42,6 +44,9 @@ Robust mode (docs/modes/robust.md):
   --report            list every flush and fence inserted, with its source line
   --pm-allocators=F   file naming more PM allocators ('<function> return' or
                       '<function> out <argument index>' per line)
+  --whole-program     analyse the linked program, as PMRobust does: every source to
+                      bitcode, linked, internalized but main, then the pass (needs -o and
+                      linking; more precise than one file at a time)
 
 Also usable as CC="pmkit cc" in a build system.
 """
@@ -62,13 +67,77 @@ def compiler(cxx: bool) -> str:
     return found
 
 
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C")
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        raise paths.EnvError(f"{name} not found: run 'make setup' (Debian package llvm-16)")
+    return found
+
+
+def whole_program_commands(
+    cmd: list[str], robust: list[str], trace: bool, loads: bool, work: str
+) -> list[list[str]]:
+    """The commands that build `cmd` (a linking clang command with the plugin) as one module:
+    each source to bitcode, llvm-link, opt with the mode's passes, llc, and the final link."""
+    clang, args = cmd[0], cmd[1:]
+    plugin_flags = [a for a in args if a.startswith(("-fpass-plugin=", "-fplugin="))]
+    args = [a for a in args if a not in plugin_flags]
+    kept, i = [], 0
+    while i < len(args):  # "-mllvm X" pairs: the plugin's options go to opt below
+        if args[i] == "-mllvm":
+            i += 2
+            continue
+        kept.append(args[i])
+        i += 1
+    if "-o" not in kept or kept.index("-o") + 1 >= len(kept):
+        raise UsageError("--whole-program needs -o OUTPUT")
+    o = kept.index("-o")
+    output = kept[o + 1]
+    kept = kept[:o] + kept[o + 2 :]
+    sources = [a for a in kept if a.endswith(SOURCE_SUFFIXES) and not a.startswith("-")]
+    if not sources:
+        raise UsageError("--whole-program needs source files")
+    link_only = ("-l", "-L", "-Wl,", "-pthread", "-static")
+    compile_flags = [a for a in kept if a not in sources and not a.startswith(link_only)]
+    link_flags = [a for a in kept if a.startswith(link_only)]
+    plugin = plugin_flags[0].split("=", 1)[1]
+    bcs, cmds = [], []
+    for n, src in enumerate(sources):
+        bc = os.path.join(work, f"{n}-{os.path.basename(src)}.bc")
+        cmds.append([clang, *compile_flags, "-emit-llvm", "-c", src, "-o", bc])
+        bcs.append(bc)
+    linked, done, obj = (os.path.join(work, f) for f in ("linked.bc", "robust.bc", "prog.o"))
+    passes = "internalize,pmkit-annotations,pmkit-robust" + (",pmkit-trace" if trace else "")
+    cmds.append([tool("llvm-link-16"), *bcs, "-o", linked])
+    cmds.append(
+        [tool("opt-16"), f"-load-pass-plugin={plugin}", f"-passes={passes}",
+         "-internalize-public-api-list=main", *robust,
+         *(["-pmkit-trace-loads"] if loads else []), linked, "-o", done]
+    )  # fmt: skip
+    cmds.append([tool("llc-16"), "-O2", "-filetype=obj", "-relocation-model=pic", done, "-o", obj])
+    cmds.append([clang, obj, *link_flags, "-o", output])
+    return cmds
+
+
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
+    cmd, dry, _ = parse(argv, cxx)
+    return cmd, dry
+
+
+def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
+    """The clang command, whether it is a dry run, and what --whole-program needs (or None)."""
+    whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
     robust: list[str] = []  # -mllvm options of robust mode
     it = iter(argv)
     for a in it:
-        if a == "--strip-existing":
+        if a == "--whole-program":
+            whole = True
+        elif a == "--strip-existing":
             robust.append("-pmkit-robust-strip-existing")
         elif a == "--report":
             robust.append("-pmkit-robust-report")
@@ -102,10 +171,13 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if MODES[mode] is None:
         raise UsageError(f"mode '{mode}' is not available in this build yet")
-    if robust and mode != "robust":
+    if (robust or whole) and mode != "robust":
         raise UsageError(
-            "--robust-setting, --strip-existing, --report and --pm-allocators need --mode=robust"
+            "--robust-setting, --strip-existing, --report, --pm-allocators and --whole-program "
+            "need --mode=robust"
         )
+    if whole and any(a in NO_LINK for a in rest):
+        raise UsageError("--whole-program builds a program: drop -c, -S or -E")
     if loads and not trace:
         raise UsageError("--trace-loads needs --trace")
     if not rest:
@@ -131,14 +203,25 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     if not any(a in NO_LINK for a in rest):
         libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")
         cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}", lib, "-lpthread"]
-    return cmd, dry
+    wp = {"robust": robust, "trace": trace, "loads": loads} if whole else None
+    if wp and not p.plugin:
+        raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
+    return cmd, dry, wp
 
 
 def run(argv: list[str], cxx: bool) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(HELP.format(modes=", ".join(m for m, d in MODES.items() if d)))
         return 0
-    cmd, dry = build_command(argv, cxx)
+    cmd, dry, wp = parse(argv, cxx)
+    if wp is not None:
+        with tempfile.TemporaryDirectory(prefix="pmkit-cc-") as work:
+            for c in whole_program_commands(cmd, wp["robust"], wp["trace"], wp["loads"], work):
+                if dry:
+                    print(" ".join(c))
+                elif subprocess.run(c).returncode:
+                    return 1
+        return 0
     if dry:
         print(" ".join(cmd))
         return 0

@@ -135,3 +135,49 @@ def test_cc_robust_mode_reports_what_it_inserts(run, shm, tmp_path):
     assert [o.stdout for o in outs] == ["run 1\n", "run 2\n"]
     r = run("cc", "--pmkit-dry-run", "--mode=robust", "--robust-setting=base", "-c", str(src))
     assert "-pmkit-robust-setting=base" in r.stdout and "-pmkit-mode=robust" in r.stdout
+
+
+MAIN_C = """#include <pmkit/pmkit.h>
+#include <stdlib.h>
+long fill(long *scratch, long *pm);
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  long *r;
+  if (argc != 2 || pmkit_pool_create(argv[1], 8 << 20, NULL, &p) ||
+      pmkit_root(p, 64, (void **)&r))
+    return 2;
+  long v = fill(calloc(8, sizeof(long)), r);
+  pmkit_pool_close(p);
+  return v == 42 ? 0 : 1;
+}
+"""
+
+FILL_C = """long fill(long *scratch, long *pm) {
+  scratch[0] = 41;
+  pm[0] = scratch[0] + 1;
+  return pm[0];
+}
+"""
+
+
+def test_cc_robust_whole_program_sees_across_files(run, shm, tmp_path):
+    """One file at a time, fill()'s parameters may be PM, so both its stores are flushed; with
+    --whole-program the analysis sees that scratch is calloc memory and flushes only the PM
+    store. Both programs run."""
+    (tmp_path / "main.c").write_text(MAIN_C)
+    (tmp_path / "fill.c").write_text(FILL_C)
+    srcs = [str(tmp_path / "main.c"), str(tmp_path / "fill.c")]
+    reports = {}
+    for how in ("per-file", "whole"):
+        exe = tmp_path / how
+        extra = ["--whole-program"] if how == "whole" else []
+        r = run("cc", "--mode=robust", "--report", *extra, "-O2", *srcs, "-o", str(exe))
+        assert r.returncode == 0, r.stderr
+        reports[how] = [ln for ln in r.stderr.splitlines() if "fill.c:" in ln]
+        done = subprocess.run([str(exe), str(shm / f"{how}.pool")])
+        assert done.returncode == 0
+    assert any("fill.c:2:" in ln for ln in reports["per-file"])
+    assert not any("fill.c:2:" in ln for ln in reports["whole"])
+    assert any("fill.c:3:" in ln and "pmkit_root" in ln for ln in reports["whole"])
+    r = run("cc", "--mode=robust", "--whole-program", "-c", srcs[0])
+    assert r.returncode == 2 and "drop -c" in r.stderr
