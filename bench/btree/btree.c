@@ -249,12 +249,10 @@ static int bt_op(void *rootp, unsigned tid, const struct bench_op *op,
   }
   if (op->kind != BENCH_UPDATE && op->kind != BENCH_INSERT)
     return -1;
-  bench_make_value(scratch, size, op->key, op->stamp);
-  void *v = pm_alloc(size);
+  void *v = bench_new_value(op->key, op->stamp, scratch);
   if (!v)
     return -1;
-  memcpy(v, scratch, size);
-  PM_PERSIST(v, size); /* durable before a swap publishes it */
+  PM_FENCE(); /* durable before a swap publishes it */
 
   int all = op->kind == BENCH_INSERT, rc = 0;
   if (all)
@@ -328,12 +326,7 @@ static int walk(struct walk *w, const struct node *x, int depth, uint64_t lo,
                       (unsigned long long)x->key[0]);
   w->prev = x;
   for (unsigned i = 0; i < x->n; i++) {
-    uint64_t stamp;
-    if (!x->val[i] ||
-        bench_value_check(x->val[i], bench_cfg->value_size, x->key[i], &stamp))
-      return bench_fail(c, "key %llu: the value is torn or missing",
-                        (unsigned long long)x->key[i]);
-    if (bench_found(c, x->key[i], stamp))
+    if (bench_found_value(c, x->key[i], x->val[i]))
       return -1;
   }
   return 0;

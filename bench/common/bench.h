@@ -144,6 +144,11 @@ uint64_t bench_mix64(uint64_t z);
 struct bench_value_hdr {
   uint64_t key, stamp, size, sum;
 };
+/* A fresh block from pm_alloc holding the value `stamp` writes for `key`
+ * (value_size bytes, built in scratch first), written back but not fenced
+ * (hand-adr): the caller fences before it publishes the block. NULL when
+ * the heap is exhausted. */
+void *bench_new_value(uint64_t key, uint64_t stamp, void *scratch);
 /* Fill buf (size bytes, >= 32) with the value `stamp` writes for `key`. */
 void bench_make_value(void *buf, size_t size, uint64_t key, uint64_t stamp);
 /* 0 if buf holds a well-formed value of `size` bytes for `key`, with its
@@ -161,6 +166,10 @@ struct bench_check;
  * set workload: the stamp of the insert, or bench_load_stamp). Returns -1
  * (after recording why) if the key was reported before. */
 int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp);
+/* A key-value workload's entry: val must be a well-formed value of key
+ * (bench_make_value), else the pool is inconsistent; then the key is
+ * reported with the value's stamp. 0, or -1 after recording why. */
+int bench_found_value(struct bench_check *c, uint64_t key, const void *val);
 /* Operations 0..bench_done(t)-1 of thread t completed durably (in check). */
 uint64_t bench_done(unsigned t);
 /* Record why the pool is inconsistent; returns -1. */

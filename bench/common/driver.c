@@ -151,6 +151,16 @@ void bench_make_value(void *buf, size_t size, uint64_t key, uint64_t stamp) {
   w[3] = value_sum(w, size);
 }
 
+void *bench_new_value(uint64_t key, uint64_t stamp, void *scratch) {
+  bench_make_value(scratch, cfg.value_size, key, stamp);
+  void *v = pm_alloc(cfg.value_size);
+  if (!v)
+    return NULL;
+  memcpy(v, scratch, cfg.value_size);
+  PM_FLUSH(v, cfg.value_size);
+  return v;
+}
+
 int bench_value_check(const void *buf, size_t size, uint64_t key,
                       uint64_t *stamp) {
   const uint64_t *w = buf;
@@ -662,6 +672,13 @@ int bench_found(struct bench_check *c, uint64_t key, uint64_t stamp) {
   c->present[key] = 1;
   c->stamp[key] = stamp;
   return 0;
+}
+
+int bench_found_value(struct bench_check *c, uint64_t key, const void *val) {
+  uint64_t stamp;
+  if (!val || bench_value_check(val, cfg.value_size, key, &stamp))
+    return bench_fail(c, "key %" PRIu64 ": the value is torn or missing", key);
+  return bench_found(c, key, stamp);
 }
 
 #ifndef BENCH_VOLATILE

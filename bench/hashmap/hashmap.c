@@ -66,18 +66,6 @@ static struct node *find(struct root *r, uint64_t b, uint64_t key) {
   return n;
 }
 
-/* A durable copy of the value `stamp` writes for key. */
-static void *new_value(uint64_t key, uint64_t stamp, void *scratch) {
-  size_t size = bench_cfg->value_size;
-  bench_make_value(scratch, size, key, stamp);
-  void *v = pm_alloc(size);
-  if (!v)
-    return NULL;
-  memcpy(v, scratch, size);
-  PM_FLUSH(v, size);
-  return v;
-}
-
 static int hm_op(void *rootp, unsigned tid, const struct bench_op *op,
                  void *scratch) {
   struct root *r = rootp;
@@ -91,7 +79,7 @@ static int hm_op(void *rootp, unsigned tid, const struct bench_op *op,
     bench_lock_release(&locks[b]);
     return n ? 0 : -1;
   }
-  void *v = new_value(op->key, op->stamp, scratch);
+  void *v = bench_new_value(op->key, op->stamp, scratch);
   if (!v)
     return -1;
   struct node *fresh = NULL;
@@ -130,7 +118,6 @@ static int hm_check(void *rootp, struct bench_check *c) {
   uint64_t seen = 0, keys = bench_cfg->keys;
   for (uint64_t b = 0; b < r->nbuckets; b++)
     for (struct node *n = r->bucket[b]; n; n = n->next) {
-      uint64_t stamp;
       if (++seen > keys)
         return bench_fail(c, "more nodes than keys: a cycle or duplicates");
       if (n->key >= keys || bucket_of(r, n->key) != b)
@@ -138,11 +125,7 @@ static int hm_check(void *rootp, struct bench_check *c) {
                           "bucket %llu holds key %llu, which hashes "
                           "elsewhere",
                           (unsigned long long)b, (unsigned long long)n->key);
-      if (!n->val ||
-          bench_value_check(n->val, bench_cfg->value_size, n->key, &stamp))
-        return bench_fail(c, "key %llu: the value is torn or missing",
-                          (unsigned long long)n->key);
-      if (bench_found(c, n->key, stamp))
+      if (bench_found_value(c, n->key, n->val))
         return -1;
     }
   return 0;

@@ -44,18 +44,6 @@ static int rb_attach(void *rootp) {
   return bench_lock_init(&tree_lock) ? -1 : 0;
 }
 
-/* A durable copy of the value `stamp` writes for key. */
-static void *new_value(uint64_t key, uint64_t stamp, void *scratch) {
-  size_t size = bench_cfg->value_size;
-  bench_make_value(scratch, size, key, stamp);
-  void *v = pm_alloc(size);
-  if (!v)
-    return NULL;
-  memcpy(v, scratch, size);
-  PM_FLUSH(v, size);
-  return v;
-}
-
 /* The ranges this insert has logged already: a rebalance may write a node
  * several times, and one entry restores it (each PM_UNDO costs the log a
  * durable write). */
@@ -182,7 +170,7 @@ static int rb_op(void *rootp, unsigned tid, const struct bench_op *op,
     bench_lock_release(&tree_lock);
     return n ? 0 : -1;
   }
-  void *v = new_value(op->key, op->stamp, scratch);
+  void *v = bench_new_value(op->key, op->stamp, scratch);
   struct node *fresh = NULL;
   if (!v)
     return -1;
@@ -224,7 +212,6 @@ static int rb_op(void *rootp, unsigned tid, const struct bench_op *op,
  * values. Returns its black height, or -1 after bench_fail. */
 static int check_sub(struct node *n, uint64_t lo, uint64_t hi, unsigned depth,
                      struct bench_check *c) {
-  uint64_t stamp;
   if (!n)
     return 0;
   if (depth == MAX_DEPTH)
@@ -239,11 +226,7 @@ static int check_sub(struct node *n, uint64_t lo, uint64_t hi, unsigned depth,
     if (n->red && n->child[d] && n->child[d]->red)
       return bench_fail(c, "red key %llu has a red child",
                         (unsigned long long)n->key);
-  if (!n->val ||
-      bench_value_check(n->val, bench_cfg->value_size, n->key, &stamp))
-    return bench_fail(c, "key %llu: the value is torn or missing",
-                      (unsigned long long)n->key);
-  if (bench_found(c, n->key, stamp))
+  if (bench_found_value(c, n->key, n->val))
     return -1;
   int bl = check_sub(n->child[0], lo, n->key, depth + 1, c);
   if (bl < 0)

@@ -71,18 +71,6 @@ static struct node *find(struct root *r, uint64_t key, struct node ***prev) {
   return x && x->key == key ? x : NULL;
 }
 
-/* A durable copy of the value `stamp` writes for key. */
-static void *new_value(uint64_t key, uint64_t stamp, void *scratch) {
-  size_t size = bench_cfg->value_size;
-  bench_make_value(scratch, size, key, stamp);
-  void *v = pm_alloc(size);
-  if (!v)
-    return NULL;
-  memcpy(v, scratch, size);
-  PM_FLUSH(v, size);
-  return v;
-}
-
 /* Link the fresh node on its levels after the slots in prev. */
 static void link_tower(struct node ***prev, struct node *fresh) {
   unsigned h = (unsigned)fresh->height;
@@ -138,7 +126,7 @@ static int sl_op(void *rootp, unsigned tid, const struct bench_op *op,
     bench_lock_release(&stripe[own]);
     return n ? 0 : -1;
   }
-  void *v = new_value(op->key, op->stamp, scratch);
+  void *v = bench_new_value(op->key, op->stamp, scratch);
   struct node *fresh = NULL;
   if (!v)
     return -1;
@@ -182,7 +170,6 @@ static int sl_op(void *rootp, unsigned tid, const struct bench_op *op,
  * nodes of the level below that are tall enough, in the same order. */
 static int sl_check(void *rootp, struct bench_check *c) {
   struct root *r = rootp;
-  uint64_t stamp;
   const struct node *prev = NULL;
   for (const struct node *x = r->head[0]; x; prev = x, x = x->next[0]) {
     if ((prev && x->key <= prev->key) || x->key >= bench_cfg->keys)
@@ -192,11 +179,7 @@ static int sl_check(void *rootp, struct bench_check *c) {
       return bench_fail(c, "key %llu: tower height %llu",
                         (unsigned long long)x->key,
                         (unsigned long long)x->height);
-    if (!x->val ||
-        bench_value_check(x->val, bench_cfg->value_size, x->key, &stamp))
-      return bench_fail(c, "key %llu: the value is torn or missing",
-                        (unsigned long long)x->key);
-    if (bench_found(c, x->key, stamp))
+    if (bench_found_value(c, x->key, x->val))
       return -1;
   }
   for (unsigned i = 1; i < MAX_LEVEL; i++) {
