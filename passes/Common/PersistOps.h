@@ -3,12 +3,15 @@
 // PersistOps.h -- how pmkit's passes recognise the x86 persistence
 // instructions a program already contains: flushes and fences written as
 // inline asm (by mnemonic, or hand-encoded with .byte) and their kinds,
-// numbered as in include/pmkit/pmkit.h (PMKIT_FLUSH_*) and
+// taken from include/pmkit/pmkit.h (PMKIT_FLUSH_*) and
 // include/pmkit/trace_format.h (PMKIT_FENCE_*). pmkit-trace reports them;
 // pmkit-robust strips them with -pmkit-robust-strip-existing. Header only.
 
 #ifndef PMKIT_PASSES_COMMON_PERSISTOPS_H
 #define PMKIT_PASSES_COMMON_PERSISTOPS_H
+
+#include "pmkit/pmkit.h"
+#include "pmkit/trace_format.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -19,13 +22,15 @@
 
 namespace pmkit {
 
+// The kinds as the contracts number them: flushes as pmkit.h's
+// PMKIT_FLUSH_*, fences as trace_format.h's PMKIT_FENCE_*.
 enum : uint32_t {
-  FlushClflush = 1,
-  FlushClflushopt = 2,
-  FlushClwb = 3,
-  FenceSfence = 1,
-  FenceMfence = 2,
-  FenceLocked = 3,
+  FlushClflush = PMKIT_FLUSH_CLFLUSH,
+  FlushClflushopt = PMKIT_FLUSH_CLFLUSHOPT,
+  FlushClwb = PMKIT_FLUSH_CLWB,
+  FenceSfence = PMKIT_FENCE_SFENCE,
+  FenceMfence = PMKIT_FENCE_MFENCE,
+  FenceLocked = PMKIT_FENCE_LOCKED,
 };
 
 // What an inline asm statement does to persistence, read from its text.

@@ -64,11 +64,11 @@ bool pmkit::traceEnabled() { return TraceOpt; }
 
 namespace {
 
-// Values shared with include/pmkit/trace_format.h.
+// Event kinds of the trace contract (include/pmkit/trace_format.h).
 enum : uint32_t {
-  EvStore = 1,
-  EvRMW = 3,
-  EvFence = 6,
+  EvStore = PMKIT_EV_STORE,
+  EvRMW = PMKIT_EV_RMW,
+  EvFence = PMKIT_EV_FENCE,
 };
 
 uint32_t fnv1a32(StringRef S) {
