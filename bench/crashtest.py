@@ -7,8 +7,9 @@ promises crash consistency.
   interrupted run is then resumed to the end and checked again.
 - hand-adr: `pmkit explore` records a short run of the traced build and checks the crash images
   of volatile caches (model x86) with the hand-adr build's `--check`.
-- robust mode: the hand-adr source with its flushes compiled out, built with robust mode, must
-  explore clean with --robustness; built without it, it must fail (the oracle bites).
+- robust mode: the hand-adr source with its flushes compiled out, built with robust mode (base,
+  opt and flit settings), must explore clean with --robustness; built without it, it must fail
+  (the oracle bites).
 - Every checker must also catch a corrupted pool: with the operation counter of the run rewound
   (the replay then expects older values), and for workloads that store bench_make_value values
   (workload.json: not a set, "values" not false) with one byte of a stored value flipped.
@@ -259,9 +260,12 @@ def main(argv: list[str] | None = None) -> int:
             except Failure as e:
                 failures += 1
                 print(f"FAIL {e}")
-            # Robust mode's oracle: the flush-free source with robust mode is robust, and
-            # without it is not.
-            for traced, expect in (("robust-traced", 0), ("stripped-traced", 1)):
+            # Robust mode's oracle: the flush-free source with robust mode is robust in
+            # every setting, and without it is not.
+            for traced, expect in (
+                ("robust-traced", 0), ("robust-opt-traced", 0), ("robust-flit-traced", 0),
+                ("stripped-traced", 1),
+            ):  # fmt: skip
                 tag = f"{name}/{traced}"
                 try:
                     s = explore(

@@ -37,7 +37,7 @@ BENCH = Path(__file__).resolve().parent
 VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
 # Modes measured against the baselines, on request (--variants): robust = robust mode's
 # default setting on the hand-adr source with its flushes compiled out.
-MODE_VARIANTS = ["robust"]
+MODE_VARIANTS = ["robust", "robust-opt", "robust-flit"]
 # What a results file is about, by --name: the baselines, or one mode against its baseline.
 DESCRIPTIONS = {
     "suite": "Median throughput of every workload of bench/suite.json in each variant "

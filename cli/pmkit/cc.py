@@ -39,7 +39,9 @@ Compile and link C or C++ with clang-16 and the pmkit pass plugin.
   CLANG-ARGS        passed to clang unchanged
 
 Robust mode (docs/modes/robust.md):
-  --robust-setting=S  base (flush and fence after every PM access; the default)
+  --robust-setting=S  base (flush and fence after every PM access; the default),
+                      opt (escape and persistency-state analysis: fences only where
+                      robustness needs them), flit (opt, with FliT counters for atomics)
   --strip-existing    remove the program's own flushes and fences first
   --report            list every flush and fence inserted, with its source line
   --pm-allocators=F   file naming more PM allocators ('<function> return' or

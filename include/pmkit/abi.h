@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 3u
+#define PMKIT_ABI_VERSION 4u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -42,6 +42,19 @@ void __pmkit_crash_point(void);
  * instruction the runtime chose (no fence; a no-op under PMKIT_DOMAIN=eadr).
  * The pass calls it after a memcpy, memmove or memset into PM. */
 void __pmkit_flush_range(const void *addr, uint64_t len);
+
+/* FliT counters (robust mode's `flit` setting; runtime/flit). The counter
+ * of the cache line holding address a is
+ *   __pmkit_flit_counters[(a >> PMKIT_FLIT_LINE_SHIFT)
+ *                         & (PMKIT_FLIT_COUNTERS - 1)].
+ * An atomic write to PM raises it (a locked add) before the write and
+ * lowers it (another locked add) after the line's write-back, so the
+ * write-back is complete once it drops; an atomic load from PM writes the
+ * line back and fences only when the counter is not zero. Lines that hash
+ * to one counter share it, which costs write-backs, never correctness. */
+#define PMKIT_FLIT_COUNTERS 65536u
+#define PMKIT_FLIT_LINE_SHIFT 6
+extern uint64_t __pmkit_flit_counters[PMKIT_FLIT_COUNTERS];
 
 /* ---- tracing (the pmkit-trace pass; runtime/trace in libpmkit-trace) ----
  * The pass guards each plain access with __pmkit_maybe_pm() and calls these
@@ -96,6 +109,7 @@ enum {
  *      __pmkit_crash_point, context extension slots.
  *   2  __pmkit_trace_* calls of the pmkit-trace pass.
  *   3  __pmkit_flush_range for the pmkit-robust pass.
+ *   4  __pmkit_flit_counters for the pmkit-robust pass's flit setting.
  */
 
 #ifdef __cplusplus

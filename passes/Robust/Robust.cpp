@@ -19,6 +19,8 @@
 #include "Annotations/Annotations.h"
 #include "Common/PersistOps.h"
 #include "PMAlias/PMAlias.h"
+#include "Robust/RobustOpt.h"
+#include "pmkit/abi.h"
 
 #include "Common/SourceLoc.h"
 
@@ -35,6 +37,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 #include <string>
 #include <vector>
@@ -50,6 +53,9 @@ STATISTIC(NumFences, "Fences inserted");
 STATISTIC(NumDRAM, "Accesses left alone: the analysis proved them DRAM");
 STATISTIC(NumIgnored, "Accesses left alone: PMKIT_ROBUST_IGNORE");
 STATISTIC(NumStripped, "Existing flushes and fences removed");
+STATISTIC(NumObjectFlushes, "Fresh objects written back as they escape");
+STATISTIC(NumFlitStores, "Atomic PM writes wrapped in FliT counters");
+STATISTIC(NumFlitLoads, "Atomic PM loads with a FliT counter check");
 
 namespace {
 
@@ -61,11 +67,10 @@ cl::opt<Setting> SettingOpt(
     cl::values(clEnumValN(Setting::Base, "base",
                           "write back and fence after every PM access"),
                clEnumValN(Setting::Opt, "opt",
-                          "escape and persistency-state dataflow (not "
-                          "available yet)"),
+                          "escape and persistency-state dataflow: fences "
+                          "only where robustness needs them"),
                clEnumValN(Setting::Flit, "flit",
-                          "opt plus FliT counters for atomics (not "
-                          "available yet)")));
+                          "opt, with FliT counters for atomic accesses")));
 
 cl::opt<bool> StripExisting(
     "pmkit-robust-strip-existing", cl::Hidden, cl::init(false),
@@ -110,24 +115,33 @@ StringRef asmText(const Instruction &I) {
 
 class Robustifier {
 public:
-  Robustifier(Module &M, const PMAliasInfo &PA)
-      : M(M), PA(PA), DL(M.getDataLayout()), Ctx(M.getContext()) {}
+  Robustifier(Module &M, const PMAliasInfo &PA, FunctionAnalysisManager &FAM)
+      : M(M), PA(PA), FAM(FAM), DL(M.getDataLayout()), Ctx(M.getContext()) {}
   bool run();
 
 private:
   Module &M;
   const PMAliasInfo &PA;
+  FunctionAnalysisManager &FAM;
   const DataLayout &DL;
   LLVMContext &Ctx;
   FunctionCallee FlushRange;
+  GlobalVariable *FlitCounters = nullptr;
   std::vector<std::string> Lines; // the report
+  DenseSet<const Instruction *> IgnoredInsts;
+  DenseSet<Function *> Touched;
 
   bool strip(Function &F);
   DenseMap<const BasicBlock *, bool> ignoredAtEntry(Function &F);
+  void collectIgnored(Function &F);
   bool robustify(Function &F);
-  void persistAfter(Instruction *I, Value *Addr, uint64_t Size, Align A,
-                    Value *Len, StringRef What);
+  void persistAfter(Instruction *I, const PMAccess &X);
+  void writeBack(IRBuilder<> &B, const PMAccess &X);
   void flushLine(IRBuilder<> &B, Value *Addr);
+  void fence(IRBuilder<> &B);
+  Value *flitCounter(IRBuilder<> &B, Value *Addr);
+  void apply(const RobustAction &A);
+  void addFlushFeature(Function &F);
 };
 
 // A flush or fence the program placed itself: an x86 intrinsic, inline asm
@@ -203,6 +217,23 @@ DenseMap<const BasicBlock *, bool> Robustifier::ignoredAtEntry(Function &F) {
   return In;
 }
 
+// The instructions inside PMKIT_ROBUST_IGNORE_BEGIN/END regions of F.
+void Robustifier::collectIgnored(Function &F) {
+  DenseMap<const BasicBlock *, bool> AtEntry = ignoredAtEntry(F);
+  for (BasicBlock &BB : F) {
+    bool Ign = AtEntry[&BB];
+    for (Instruction &I : BB) {
+      StringRef T = asmText(I);
+      if (T.contains(IgnoreBegin))
+        Ign = true;
+      else if (T.contains(IgnoreEnd))
+        Ign = false;
+      else if (Ign)
+        IgnoredInsts.insert(&I);
+    }
+  }
+}
+
 void Robustifier::flushLine(IRBuilder<> &B, Value *Addr) {
   Intrinsic::ID ID = FlushOpt == FlushInsn::Clwb ? Intrinsic::x86_clwb
                      : FlushOpt == FlushInsn::Clflushopt
@@ -210,123 +241,176 @@ void Robustifier::flushLine(IRBuilder<> &B, Value *Addr) {
                          : Intrinsic::x86_sse2_clflush;
   B.CreateCall(Intrinsic::getDeclaration(&M, ID), {Addr});
   ++NumFlushes;
+  Touched.insert(B.GetInsertBlock()->getParent());
 }
 
-// Write back what I wrote ([Addr, Addr+Size), or Len bytes when Size is 0)
-// and fence, right after I.
-void Robustifier::persistAfter(Instruction *I, Value *Addr, uint64_t Size,
-                               Align A, Value *Len, StringRef What) {
-  IRBuilder<> B(I->getNextNode());
-  B.SetCurrentDebugLocation(I->getDebugLoc());
-  if (Len) {
-    B.CreateCall(FlushRange, {Addr, B.CreateZExtOrTrunc(Len, B.getInt64Ty())});
-    ++NumRangeFlushes;
-  } else {
-    flushLine(B, Addr);
-    // A store not aligned to its size may end on the next line.
-    if (Size > 1 && A.value() < Size)
-      flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), Addr, Size - 1));
-  }
+void Robustifier::fence(IRBuilder<> &B) {
   B.CreateCall(Intrinsic::getDeclaration(&M, Intrinsic::x86_sse_sfence));
   ++NumFences;
+}
+
+// Write back the lines X touched: one line, a second one if the access is
+// not aligned to its size (it may cross a line), or the runtime's range
+// write-back for a memory intrinsic, whose length may be unknown.
+void Robustifier::writeBack(IRBuilder<> &B, const PMAccess &X) {
+  if (X.Len) {
+    B.CreateCall(FlushRange,
+                 {X.Addr, B.CreateZExtOrTrunc(X.Len, B.getInt64Ty())});
+    ++NumRangeFlushes;
+    return;
+  }
+  flushLine(B, X.Addr);
+  if (X.Size > 1 && X.A.value() < X.Size)
+    flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), X.Addr, X.Size - 1));
+}
+
+// base: write back what I wrote and fence, right after I.
+void Robustifier::persistAfter(Instruction *I, const PMAccess &X) {
+  IRBuilder<> B(I->getNextNode());
+  B.SetCurrentDebugLocation(I->getDebugLoc());
+  writeBack(B, X);
+  fence(B);
   if (Report)
-    Lines.push_back(
-        sourceLoc(I) + ": " + What.str() + " (" + PA.pmSource(Addr) +
-        "): " + (Len ? "range write-back" : "write-back") + " + sfence");
+    Lines.push_back(sourceLoc(I) + ": " + X.What + " (" + PA.pmSource(X.Addr) +
+                    "): " + (X.Len ? "range write-back" : "write-back") +
+                    " + sfence");
 }
 
 bool Robustifier::robustify(Function &F) {
-  DenseMap<const BasicBlock *, bool> Ignored = ignoredAtEntry(F);
-  struct Todo {
-    Instruction *I;
-    Value *Addr;
-    uint64_t Size;
-    Align A;
-    Value *Len;
-    const char *What;
-  };
-  SmallVector<Todo, 32> Work;
-  for (BasicBlock &BB : F) {
-    bool Ign = Ignored[&BB];
-    for (Instruction &I : BB) {
-      StringRef T = asmText(I);
-      if (T.contains(IgnoreBegin))
-        Ign = true;
-      else if (T.contains(IgnoreEnd))
-        Ign = false;
-      Todo W{&I, nullptr, 0, Align(1), nullptr, ""};
-      if (auto *SI = dyn_cast<StoreInst>(&I)) {
-        W = {&I,
-             SI->getPointerOperand(),
-             DL.getTypeStoreSize(SI->getValueOperand()->getType()),
-             SI->getAlign(),
-             nullptr,
-             SI->isAtomic() ? "atomic store to PM" : "store to PM"};
-      } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
-        if (LI->isAtomic())
-          W = {&I,
-               LI->getPointerOperand(),
-               DL.getTypeStoreSize(LI->getType()),
-               LI->getAlign(),
-               nullptr,
-               "atomic load from PM"};
-      } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
-        W = {&I,
-             RMW->getPointerOperand(),
-             DL.getTypeStoreSize(RMW->getValOperand()->getType()),
-             RMW->getAlign(),
-             nullptr,
-             "atomic RMW on PM"};
-      } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
-        W = {&I,
-             CX->getPointerOperand(),
-             DL.getTypeStoreSize(CX->getNewValOperand()->getType()),
-             CX->getAlign(),
-             nullptr,
-             "compare-and-swap on PM"};
-      } else if (auto *MI = dyn_cast<MemIntrinsic>(&I)) {
-        W = {&I,
-             MI->getRawDest(),
-             0,
-             Align(1),
-             MI->getLength(),
-             isa<MemSetInst>(MI) ? "memset into PM" : "memcpy into PM"};
-      }
-      if (!W.Addr)
-        continue;
-      if (!PA.mayBePM(W.Addr)) {
-        ++NumDRAM;
-        continue;
-      }
-      if (Ign) {
-        ++NumIgnored;
-        continue;
-      }
-      Work.push_back(W);
+  SmallVector<std::pair<Instruction *, PMAccess>, 32> Work;
+  for (Instruction &I : instructions(F)) {
+    PMAccess X = accessOf(I, DL);
+    if (!X.Addr)
+      continue;
+    if (!PA.mayBePM(X.Addr)) {
+      ++NumDRAM;
+      continue;
     }
+    if (IgnoredInsts.count(&I)) {
+      ++NumIgnored;
+      continue;
+    }
+    Work.push_back({&I, X});
   }
-  for (const Todo &W : Work)
-    persistAfter(W.I, W.Addr, W.Size, W.A, W.Len, W.What);
-  if (!Work.empty() && FlushOpt != FlushInsn::Clflush) {
-    // The write-back intrinsics need their target feature in the function.
-    StringRef Feature = FlushOpt == FlushInsn::Clwb ? "+clwb" : "+clflushopt";
-    std::string Features =
-        F.getFnAttribute("target-features").getValueAsString().str();
-    if (!StringRef(Features).contains(Feature))
-      F.addFnAttr("target-features", Features.empty()
-                                         ? Feature.str()
-                                         : Features + "," + Feature.str());
-  }
+  for (auto &[I, X] : Work)
+    persistAfter(I, X);
   return !Work.empty();
 }
 
-bool Robustifier::run() {
-  if (SettingOpt != Setting::Base) {
-    Ctx.emitError("pmkit-robust: -pmkit-robust-setting=" +
-                  Twine(SettingOpt == Setting::Opt ? "opt" : "flit") +
-                  " is not available in this build yet (use base)");
-    return false;
+// The FliT counter of the line holding Addr (abi.h).
+Value *Robustifier::flitCounter(IRBuilder<> &B, Value *Addr) {
+  if (!FlitCounters) {
+    auto *Ty = ArrayType::get(B.getInt64Ty(), PMKIT_FLIT_COUNTERS);
+    FlitCounters =
+        cast<GlobalVariable>(M.getOrInsertGlobal("__pmkit_flit_counters", Ty));
   }
+  Value *Line = B.CreateLShr(B.CreatePtrToInt(Addr, B.getInt64Ty()),
+                             PMKIT_FLIT_LINE_SHIFT);
+  Value *Idx = B.CreateAnd(Line, PMKIT_FLIT_COUNTERS - 1);
+  return B.CreateInBoundsGEP(FlitCounters->getValueType(), FlitCounters,
+                             {B.getInt64(0), Idx});
+}
+
+void Robustifier::apply(const RobustAction &A) {
+  Instruction *I = A.At;
+  const char *Did = "";
+  switch (A.K) {
+  case RobustAction::WriteBackAfter: {
+    PMAccess X = accessOf(*I, DL);
+    IRBuilder<> B(I->getNextNode());
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    writeBack(B, X);
+    Did = X.Len ? "range write-back after" : "write-back after";
+    break;
+  }
+  case RobustAction::FenceBefore: {
+    IRBuilder<> B(I);
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    fence(B);
+    Did = "sfence before";
+    break;
+  }
+  case RobustAction::FlushObjectBefore: {
+    IRBuilder<> B(I);
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    Value *P = A.ObjFromSlot ? B.CreateLoad(B.getPtrTy(), A.Obj) : A.Obj;
+    auto *C = dyn_cast<ConstantInt>(A.ObjSize);
+    if (C && C->getZExtValue() <= 4 * 64) {
+      // Every line of [P, P+size), wherever P falls in its line.
+      uint64_t N = C->getZExtValue();
+      for (uint64_t Off = 0; Off < N; Off += 64)
+        flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), P, Off));
+      if (N > 1 && (N - 1) % 64 != 0)
+        flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), P, N - 1));
+    } else {
+      B.CreateCall(FlushRange,
+                   {P, B.CreateZExtOrTrunc(A.ObjSize, B.getInt64Ty())});
+      ++NumRangeFlushes;
+      Touched.insert(I->getFunction());
+    }
+    ++NumObjectFlushes;
+    Did = "write-back of the object before";
+    break;
+  }
+  case RobustAction::FlitStore: {
+    PMAccess X = accessOf(*I, DL);
+    IRBuilder<> B(I);
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    Value *Cnt = flitCounter(B, X.Addr);
+    // Locked RMWs: the first orders earlier write-backs before the write,
+    // the second orders this write-back before the counter drops.
+    B.CreateAtomicRMW(AtomicRMWInst::Add, Cnt, B.getInt64(1), Align(8),
+                      AtomicOrdering::SequentiallyConsistent);
+    B.SetInsertPoint(I->getNextNode());
+    writeBack(B, X);
+    B.CreateAtomicRMW(AtomicRMWInst::Sub, Cnt, B.getInt64(1), Align(8),
+                      AtomicOrdering::SequentiallyConsistent);
+    ++NumFlitStores;
+    Did = "FliT counter around";
+    break;
+  }
+  case RobustAction::RedirectCall:
+    cast<CallBase>(I)->setCalledFunction(cast<Function>(A.Obj));
+    Did = "calls a clone";
+    break;
+  case RobustAction::FlitLoad: {
+    PMAccess X = accessOf(*I, DL);
+    IRBuilder<> B(I->getNextNode());
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    Value *Cnt = flitCounter(B, X.Addr);
+    LoadInst *C = B.CreateAlignedLoad(B.getInt64Ty(), Cnt, Align(8));
+    C->setAtomic(AtomicOrdering::Monotonic);
+    Value *Up = B.CreateICmpNE(C, B.getInt64(0));
+    Instruction *Then = SplitBlockAndInsertIfThen(Up, &*B.GetInsertPoint(),
+                                                  /*Unreachable=*/false);
+    IRBuilder<> TB(Then);
+    TB.SetCurrentDebugLocation(I->getDebugLoc());
+    writeBack(TB, X);
+    fence(TB);
+    ++NumFlitLoads;
+    Did = "FliT counter check after";
+    break;
+  }
+  }
+  Touched.insert(I->getFunction());
+  if (Report)
+    Lines.push_back(sourceLoc(I) + ": " + Did + ": " + A.Why);
+}
+
+void Robustifier::addFlushFeature(Function &F) {
+  if (FlushOpt == FlushInsn::Clflush)
+    return;
+  // The write-back intrinsics need their target feature in the function.
+  StringRef Feature = FlushOpt == FlushInsn::Clwb ? "+clwb" : "+clflushopt";
+  std::string Features =
+      F.getFnAttribute("target-features").getValueAsString().str();
+  if (!StringRef(Features).contains(Feature))
+    F.addFnAttr("target-features", Features.empty()
+                                       ? Feature.str()
+                                       : Features + "," + Feature.str());
+}
+
+bool Robustifier::run() {
   FlushRange =
       M.getOrInsertFunction("__pmkit_flush_range", Type::getVoidTy(Ctx),
                             PointerType::getUnqual(Ctx), Type::getInt64Ty(Ctx));
@@ -336,10 +420,29 @@ bool Robustifier::run() {
       continue;
     if (StripExisting)
       Changed |= strip(F);
-    if (F.hasFnAttribute(AttrRobustIgnore) || StripOnly)
-      continue;
-    Changed |= robustify(F);
+    collectIgnored(F);
   }
+  if (StripOnly)
+    return Changed;
+  auto Skip = [](const Function &F) {
+    return F.hasFnAttribute(AttrRobustIgnore);
+  };
+  if (SettingOpt == Setting::Base) {
+    for (Function &F : M)
+      if (!F.isDeclaration() && !Skip(F))
+        Changed |= robustify(F);
+  } else {
+    RobustOptStats Stats;
+    std::vector<RobustAction> Plan = planRobustOpt(
+        M, PA, FAM,
+        [&](const Instruction &I) { return IgnoredInsts.count(&I) != 0; }, Skip,
+        SettingOpt == Setting::Flit, Stats);
+    for (const RobustAction &A : Plan)
+      apply(A);
+    Changed |= !Plan.empty();
+  }
+  for (Function *F : Touched)
+    addFlushFeature(*F);
   if (Report)
     for (const std::string &L : Lines)
       errs() << DEBUG_TYPE << ": " << L << '\n';
@@ -350,9 +453,12 @@ bool Robustifier::run() {
 
 PreservedAnalyses RobustPass::run(Module &M, ModuleAnalysisManager &MAM) {
   const PMAliasInfo &PA = MAM.getResult<PMAliasAnalysis>(M);
-  if (!Robustifier(M, PA).run())
+  FunctionAnalysisManager &FAM =
+      MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+  if (!Robustifier(M, PA, FAM).run())
     return PreservedAnalyses::all();
-  // New instructions only: the PM analysis stays valid (PMAliasInfo).
+  // New instructions (and, with FliT, new blocks): the PM analysis stays
+  // valid (PMAliasInfo); function analyses do not.
   PreservedAnalyses P;
   P.preserve<PMAliasAnalysis>();
   return P;

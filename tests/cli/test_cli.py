@@ -137,6 +137,25 @@ def test_cc_robust_mode_reports_what_it_inserts(run, shm, tmp_path):
     assert "-pmkit-robust-setting=base" in r.stdout and "-pmkit-mode=robust" in r.stdout
 
 
+@pytest.mark.parametrize("setting", ["opt", "flit"])
+def test_cc_robust_settings_build_and_run(run, shm, tmp_path, setting):
+    """The opt and flit settings build the stripped program, which runs and resumes; the report
+    gives the reason of each fence ("sfence before: ... while ... is not yet fenced")."""
+    src = tmp_path / "count.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / f"count-{setting}"
+    r = run(
+        "cc", "--mode=robust", f"--robust-setting={setting}", "--strip-existing", "--report",
+        "-O1", str(src), "-o", str(exe),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "sfence before: " in r.stderr and "is not yet fenced" in r.stderr, r.stderr
+    assert "write-back after: store to PM" in r.stderr
+    pool = str(shm / f"count-{setting}.pool")
+    outs = [subprocess.run([str(exe), pool], capture_output=True, text=True) for _ in range(2)]
+    assert [o.stdout for o in outs] == ["run 1\n", "run 2\n"]
+
+
 MAIN_C = """#include <pmkit/pmkit.h>
 #include <stdlib.h>
 long fill(long *scratch, long *pm);

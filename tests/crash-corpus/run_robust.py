@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Robust mode's end-to-end test on the crash corpus: for every program, its fixed source with
-its own flushes and fences stripped is built twice (tests/crash-corpus/CMakeLists.txt):
+its own flushes and fences stripped is built four times (tests/crash-corpus/CMakeLists.txt):
 
-- <prog>-robust: robust mode derives the flushes and fences again;
+- <prog>-robust, <prog>-robust-opt, <prog>-robust-flit: robust mode derives the flushes and
+  fences again, in its base, opt and flit settings;
 - <prog>-stripped: nothing is inserted (the program as robust mode's user writes it).
 
 Each is explored under the x86 model with --robustness (the checker records its reads). Robust
-mode passes if every <prog>-robust explores clean (no inconsistent image, no image strict
+mode passes if every robust build explores clean (no inconsistent image, no image strict
 persistency could not produce) and every <prog>-stripped fails (the oracle bites). Prints a table;
 exit 0 if all hold, 1 if not, 2 on a usage error. Usage: run_robust.py BUILD_DIR [--only PROG]...
 """
@@ -64,11 +65,13 @@ def main() -> int:
         programs = [p for p in programs if p in args.only]
     bindir = args.build / "tests" / "crash-corpus"
     print(
-        f"{'program':<20}  {'build':<9}  {'expected':<8}  {'got':<8}  {'non-robust':>10}  seconds"
+        f"{'program':<20}  {'build':<11}  {'expected':<8}  {'got':<8}  {'non-robust':>10}  seconds"
     )
     bad = 0
     for prog in programs:
-        for kind, expected in (("robust", 0), ("stripped", 1)):
+        for kind, expected in (
+            ("robust", 0), ("robust-opt", 0), ("robust-flit", 0), ("stripped", 1),
+        ):  # fmt: skip
             exe = f"{prog}-{kind}"
             if not (bindir / exe).is_file():
                 print(f"run_robust.py: {bindir / exe} is missing: build the robust-corpus target")
@@ -77,7 +80,7 @@ def main() -> int:
             status, nonrobust, out = explore(bindir, exe, args.build)
             got = {0: "pass", 1: "fail"}.get(status, f"error({status})")
             want = "pass" if expected == 0 else "fail"
-            line = f"{prog:<20}  {kind:<9}  {want:<8}  {got:<8}  {nonrobust:>10}  "
+            line = f"{prog:<20}  {kind:<11}  {want:<8}  {got:<8}  {nonrobust:>10}  "
             line += f"{time.monotonic() - t0:7.2f}"
             if got != want:
                 bad += 1
