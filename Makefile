@@ -63,7 +63,7 @@ format:
 bench: build
 	$(VENV)/python bench/run.py alloc trace explore
 	$(VENV)/python bench/suite.py --scale full
-	$(VENV)/python bench/suite.py --name robust --variants hand-adr,robust --scale full --repeat 3
+	$(VENV)/python bench/suite.py --name robust --variants hand-adr,robust,robust-opt,robust-flit --scale full --repeat 3
 	$(VENV)/python bench/robust_stats.py
 	$(VENV)/python bench/report.py
 

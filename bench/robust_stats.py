@@ -4,15 +4,16 @@ and its counts): writes bench/results/robust-analysis.json, which bench/report.p
 section of docs/results.md.
 
 For every workload of bench/suite.json, from an existing build:
-- analysis time: `opt` running internalize, pmkit-annotations and pmkit-robust on the linked
-  whole-program bitcode of bench_<name>-robust, minus the same without pmkit-robust (median of 5
-  runs each);
+- analysis time, per setting (base, opt, flit): `opt` running internalize, pmkit-annotations and
+  pmkit-robust on the linked whole-program bitcode of bench_<name>-robust, minus the same without
+  pmkit-robust (median of 5 runs each);
 - code size: non-blank lines of the workload's sources plus the shared driver and bench.h;
 - static counts: flush and fence sites in the binaries -- calls of pmkit_flush / pmkit_fence /
   pmkit_persist in bench_<name>-hand-adr; clwb, sfence and calls of __pmkit_flush_range in
-  bench_<name>-robust;
+  bench_<name>-robust, -robust-opt and -robust-flit;
 - dynamic counts: flush and fence events per operation in a short traced run (pmkit explore
-  --dump) of bench_<name>-hand-adr-traced and bench_<name>-robust-traced.
+  --dump) of bench_<name>-hand-adr-traced and of each setting's -traced build. Fence events
+  include locked instructions (FliT's counter updates among them).
 
 Usage: python bench/robust_stats.py [--build-dir DIR]
 """
@@ -36,12 +37,15 @@ import run as harness  # noqa: E402  (bench/run.py: machine, commit)
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 PASSES = "internalize,pmkit-annotations"
+# Robust mode's settings and the bench variants built with them.
+SETTINGS = [("base", "robust"), ("opt", "robust-opt"), ("flit", "robust-flit")]
 
 
-def opt_seconds(build: Path, bc: Path, passes: str) -> float:
+def opt_seconds(build: Path, bc: Path, passes: str, extra: list[str] | None = None) -> float:
     cmd = [
         "opt-16", f"-load-pass-plugin={build / 'passes' / 'pmkit-passes.so'}",
-        f"-passes={passes}", "-internalize-public-api-list=main", str(bc), "-o", "/dev/null",
+        f"-passes={passes}", "-internalize-public-api-list=main", *(extra or []), str(bc),
+        "-o", "/dev/null",
     ]  # fmt: skip
     times = []
     for _ in range(5):
@@ -95,7 +99,6 @@ def main() -> int:
                 print(f"robust_stats.py: {f} is missing: build first (make build)", file=sys.stderr)
                 return 2
         meta = json.loads((BENCH / name / "workload.json").read_text())
-        with_pass = opt_seconds(build, bc, f"{PASSES},pmkit-robust")
         without = opt_seconds(build, bc, PASSES)
         srcs = [p for p in (BENCH / name).iterdir() if p.suffix in (".c", ".h")]
         srcs += [BENCH / "common" / "driver.c", BENCH / "common" / "bench.h"]
@@ -104,24 +107,36 @@ def main() -> int:
             "fence_calls": r"call\s+\S+\s+<pmkit_fence@plt>",
             "persist_calls": r"call\s+\S+\s+<pmkit_persist@plt>",
         })  # fmt: skip
-        robust = disasm_counts(d / f"bench_{name}-robust", {
-            "clwb": r"\sclwb\s", "sfence": r"\ssfence\b",
-            "range_calls": r"call\s+\S+\s+<__pmkit_flush_range@plt>",
-        })  # fmt: skip
+        settings = {}
+        for setting, variant in SETTINGS:
+            with_pass = opt_seconds(
+                build, bc, f"{PASSES},pmkit-robust", [f"-pmkit-robust-setting={setting}"]
+            )
+            settings[setting] = {
+                "analysis_seconds": max(0.0, with_pass - without),
+                "opt_seconds": with_pass,
+                "static": disasm_counts(
+                    d / f"bench_{name}-{variant}",
+                    {
+                        "clwb": r"\sclwb\s",
+                        "sfence": r"\ssfence\b",
+                        "range_calls": r"call\s+\S+\s+<__pmkit_flush_range@plt>",
+                    },
+                ),  # fmt: skip
+                "dynamic": per_op(build, d / f"bench_{name}-{variant}-traced", meta),
+            }
         run = {
             "workload": name,
             "source_lines": source_lines(srcs),
-            "analysis_seconds": max(0.0, with_pass - without),
-            "opt_seconds": with_pass,
             "hand_static": hand,
-            "robust_static": robust,
             "hand_dynamic": per_op(build, d / f"bench_{name}-hand-adr-traced", meta),
-            "robust_dynamic": per_op(build, d / f"bench_{name}-robust-traced", meta),
+            "settings": settings,
         }
         runs.append(run)
-        harness.progress(i, len(names), f"{name}: analysis {run['analysis_seconds'] * 1e3:.1f} ms")
+        ms = max(v["analysis_seconds"] for v in settings.values()) * 1e3
+        harness.progress(i, len(names), f"{name}: analysis at most {ms:.1f} ms")
     doc = {
-        "schema": 1,
+        "schema": 2,
         "benchmark": "robust-analysis",
         "description": "Robust mode's analysis time, code size and the flushes and fences it "
         "inserts, against the hand-placed ones of hand-adr, per workload.",

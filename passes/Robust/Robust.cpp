@@ -132,6 +132,7 @@ private:
   DenseSet<Function *> Touched;
 
   bool strip(Function &F);
+  void warnUnmodeled(Function &F);
   DenseMap<const BasicBlock *, bool> ignoredAtEntry(Function &F);
   void collectIgnored(Function &F);
   bool robustify(Function &F);
@@ -169,6 +170,50 @@ bool isExistingPersistOp(const Instruction &I) {
     return is_contained(LibraryPrimitives, F->getName());
   default:
     return false;
+  }
+}
+
+// Library functions that write through their first argument a length the
+// pass cannot know statically.
+const char *const LibraryWriters[] = {
+    "strcpy",   "strncpy",  "stpcpy",    "strcat", "strncat", "sprintf",
+    "snprintf", "vsprintf", "vsnprintf", "fgets",  "fread",   "read",
+    "pread",    "memccpy",  "wcscpy",    "gets"};
+
+// Writes to PM the pass does not model (a scatter, a library function
+// writing a string): robust mode fences before them like before any call,
+// but cannot write back what they wrote -- say so.
+void Robustifier::warnUnmodeled(Function &F) {
+  for (Instruction &I : instructions(F)) {
+    auto *CB = dyn_cast<CallBase>(&I);
+    Function *Callee = CB ? CB->getCalledFunction() : nullptr;
+    if (!Callee || IgnoredInsts.count(&I) || CB->arg_size() == 0)
+      continue;
+    Value *Dst = nullptr;
+    switch (Callee->getIntrinsicID()) {
+    case Intrinsic::masked_scatter:
+      Dst = CB->getArgOperand(1);
+      break;
+    case Intrinsic::masked_compressstore:
+      Dst = CB->getArgOperand(1);
+      break;
+    case Intrinsic::not_intrinsic:
+      if (is_contained(LibraryWriters, Callee->getName()))
+        Dst = CB->getArgOperand(
+            Callee->getName() == "read" || Callee->getName() == "pread" ? 1
+                                                                        : 0);
+      break;
+    default:
+      break;
+    }
+    // (A scatter's vector of addresses: warned about whatever it points to.)
+    if (!Dst || (Dst->getType()->isPointerTy() && !PA.mayBePM(Dst)))
+      continue;
+    errs() << DEBUG_TYPE << ": warning: " << sourceLoc(&I) << ": "
+           << Callee->getName()
+           << " may write PM in a way robust mode does not model: its "
+              "writes are not written back (write them back yourself, "
+              "or write PM with plain stores or memcpy)\n";
   }
 }
 
@@ -249,8 +294,8 @@ void Robustifier::fence(IRBuilder<> &B) {
   ++NumFences;
 }
 
-// Write back the lines X touched: one line, a second one if the access is
-// not aligned to its size (it may cross a line), or the runtime's range
+// Write back the lines X touched: one per 64 bytes, one more if the access
+// is not aligned to its size (it may cross a line), or the runtime's range
 // write-back for a memory intrinsic, whose length may be unknown.
 void Robustifier::writeBack(IRBuilder<> &B, const PMAccess &X) {
   if (X.Len) {
@@ -260,6 +305,8 @@ void Robustifier::writeBack(IRBuilder<> &B, const PMAccess &X) {
     return;
   }
   flushLine(B, X.Addr);
+  for (uint64_t Off = 64; Off < X.Size; Off += 64) // wide stores
+    flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), X.Addr, Off));
   if (X.Size > 1 && X.A.value() < X.Size)
     flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), X.Addr, X.Size - 1));
 }
@@ -377,6 +424,9 @@ void Robustifier::apply(const RobustAction &A) {
     PMAccess X = accessOf(*I, DL);
     IRBuilder<> B(I->getNextNode());
     B.SetCurrentDebugLocation(I->getDebugLoc());
+    // The program's load first: a compiler-only acquire fence keeps the
+    // counter load after it (x86 keeps loads in order).
+    B.CreateFence(AtomicOrdering::Acquire, SyncScope::SingleThread);
     Value *Cnt = flitCounter(B, X.Addr);
     LoadInst *C = B.CreateAlignedLoad(B.getInt64Ty(), Cnt, Align(8));
     C->setAtomic(AtomicOrdering::Monotonic);
@@ -427,6 +477,9 @@ bool Robustifier::run() {
   auto Skip = [](const Function &F) {
     return F.hasFnAttribute(AttrRobustIgnore);
   };
+  for (Function &F : M)
+    if (!F.isDeclaration() && !Skip(F))
+      warnUnmodeled(F);
   if (SettingOpt == Setting::Base) {
     for (Function &F : M)
       if (!F.isDeclaration() && !Skip(F))

@@ -59,6 +59,7 @@
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/CFG.h"
 #include "llvm/Analysis/CallGraph.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
@@ -101,11 +102,19 @@ PMAccess pmkit::accessOf(Instruction &I, const DataLayout &DL) {
     R.Size = DL.getTypeStoreSize(CX->getNewValOperand()->getType());
     R.A = CX->getAlign();
     R.What = "compare-and-swap on PM";
-  } else if (auto *MI = dyn_cast<MemIntrinsic>(&I)) {
+  } else if (auto *MI = dyn_cast<AnyMemIntrinsic>(&I)) {
+    // (Element-wise atomic memcpy/memset included.)
     R.Addr = MI->getRawDest();
     R.Len = MI->getLength();
     R.A = Align(1);
-    R.What = isa<MemSetInst>(MI) ? "memset into PM" : "memcpy into PM";
+    R.What = isa<AnyMemSetInst>(MI) ? "memset into PM" : "memcpy into PM";
+  } else if (auto *II = dyn_cast<IntrinsicInst>(&I);
+             II && II->getIntrinsicID() == Intrinsic::masked_store) {
+    // The whole vector's range: a superset of the lanes written.
+    R.Addr = II->getArgOperand(1);
+    R.Size = DL.getTypeStoreSize(II->getArgOperand(0)->getType());
+    R.A = Align(1);
+    R.What = "masked store to PM";
   }
   return R;
 }
@@ -273,6 +282,7 @@ struct Summary {
   bool operator==(const Summary &O) const {
     return NeedsClean == O.NeedsClean && ClearsEntry == O.ClearsEntry &&
            ExitPending == O.ExitPending && ReturnsFresh == O.ReturnsFresh &&
+           FreshSize == O.FreshSize && FreshSizeArg == O.FreshSizeArg &&
            Dirtied == O.Dirtied && Infeasible == O.Infeasible;
   }
 };
@@ -441,8 +451,11 @@ void Planner::findFresh() {
         if (auto *LI = dyn_cast<LoadInst>(U))
           Loads.push_back(LI);
         else if (auto *SI = dyn_cast<StoreInst>(U))
+          // A null store after the allocation would make the slot's
+          // reload at the escape (the object's write-back) miss it.
           Ok &= SI->getPointerOperand() == Slot &&
-                isa<ConstantPointerNull>(SI->getValueOperand());
+                isa<ConstantPointerNull>(SI->getValueOperand()) &&
+                DT->dominates(SI, CB);
         else if (auto *II = dyn_cast<IntrinsicInst>(U))
           Ok &= II->isLifetimeStartOrEnd() || isa<DbgInfoIntrinsic>(II);
         else
@@ -459,10 +472,10 @@ void Planner::findFresh() {
       for (LoadInst *LI : Loads)
         derive(LI, O, true);
     }
-    const Summary *RS =
-        Callee != F && !Callee->isDeclaration() && !SkipFn(*Callee)
-            ? summaryOf(Callee)
-            : nullptr;
+    const Summary *RS = Callee != F && !Callee->isDeclaration() &&
+                                !Callee->isInterposable() && !SkipFn(*Callee)
+                            ? summaryOf(Callee)
+                            : nullptr;
     if (RS && RS->ReturnsFresh) {
       const Summary &S = *RS;
       Value *Size = S.FreshSize;
@@ -494,6 +507,21 @@ void Planner::findFresh() {
           derive(UI, O, Start);
       }
     }
+  }
+  // Every value of an allocated object must name its latest instance: it
+  // comes after the allocation on every path (and is no phi, which may
+  // take an earlier iteration's value), or the allocation cannot run again
+  // after it. Otherwise a loop header's phi or a reload of the slot before
+  // the call may hold the previous iteration's object.
+  for (auto &[V, O] : Derived) {
+    auto *UI = dyn_cast<Instruction>(V);
+    Instruction *Root = Objs[O].Root;
+    if (!UI || !Root || UI == Root)
+      continue;
+    if (!isa<PHINode>(UI) && DT->dominates(Root, UI))
+      continue;
+    if (isPotentiallyReachable(UI, Root, nullptr, DT))
+      Objs[O].Deferrable = false;
   }
   // A phi or select of a fresh object must take nothing but that object,
   // null or undef; otherwise the object is not tracked.
@@ -602,7 +630,10 @@ bool usesEscape(const Instruction &I, const Use &U) {
 
 void Planner::transferCall(CallBase &CB, State &S) {
   Function *Callee = CB.getCalledFunction();
-  bool Defined = Callee && !Callee->isDeclaration() && !SkipFn(*Callee);
+  // (An interposable definition may be replaced at link or load time: its
+  // summary would not hold.)
+  bool Defined = Callee && !Callee->isDeclaration() &&
+                 !Callee->isInterposable() && !SkipFn(*Callee);
   // A call passing captured objects uses the callee's clone for that
   // context, once the clone is planned and keeps them captured.
   uint32_t Mask = 0;
@@ -625,7 +656,9 @@ void Planner::transferCall(CallBase &CB, State &S) {
   }
   // The object arguments: captured by the context, escaped, or (for code
   // that may write into a block it does not keep) dirty.
-  if (!isa<MemIntrinsic>(CB)) {
+  // Memory intrinsics and masked stores: accesses, not calls.
+  bool Access = isa<IntrinsicInst>(CB) && accessOf(CB, DL).Addr;
+  if (!Access) {
     for (Use &U : CB.args()) {
       int O = freshOf(U.get());
       if (O < 0)
@@ -650,7 +683,7 @@ void Planner::transferCall(CallBase &CB, State &S) {
   if (Ctx && Emit)
     Acts.push_back({RobustAction::RedirectCall, &CB, Clone, false, nullptr,
                     "call with captured objects: the clone for that context"});
-  if (auto *MI = dyn_cast<MemIntrinsic>(&CB)) {
+  if (Access) {
     PMAccess A = accessOf(CB, DL);
     if (ignored(CB) || !mayBePM(A.Addr))
       return;
@@ -663,7 +696,6 @@ void Planner::transferCall(CallBase &CB, State &S) {
     act(RobustAction::WriteBackAfter, &CB,
         std::string(A.What) + ": write back the range");
     S.addAnon(&CB);
-    (void)MI;
     return;
   }
   if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
@@ -706,6 +738,9 @@ void Planner::transferCall(CallBase &CB, State &S) {
                    "call to " + Name + " at " + where(&CB) +
                        " (code that may write PM or release a lock)");
   }
+  // pmkit_zalloc writes back its zeroes but does not fence them.
+  if (Callee && Callee->getName() == "pmkit_zalloc")
+    S.addAnon(&CB);
   for (unsigned O = 0; O < Objs.size(); ++O)
     if (Objs[O].Root == &CB && Objs[O].Deferrable)
       S.Obj[O] = FreshClean;
@@ -763,7 +798,8 @@ void Planner::transfer(Instruction &I, State &S) {
   } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
     if (LI->isAtomic() && mayBePM(LI->getPointerOperand()) && !ignored(I)) {
       int O = freshOf(LI->getPointerOperand());
-      if (O < 0 || S.Obj[O] == Escaped || S.Obj[O] == NotAlloc) {
+      if (O < 0 || S.Obj[O] == Escaped || S.Obj[O] == NotAlloc ||
+          S.Obj[O] == Conflict) {
         PMAccess A = accessOf(I, DL);
         if (Flit) {
           act(RobustAction::FlitLoad, &I,
@@ -896,6 +932,11 @@ bool Planner::planFunction(Function &Fn) {
     Acts.clear();
     Sum = Summary();
     Sum.ClearsEntry = true;
+    // A captured parameter mixed with other pointers (findFresh untracked
+    // it): the context cannot keep it captured.
+    for (const FreshObj &O : Objs)
+      if (O.Param >= 0 && !O.Deferrable)
+        Sum.Infeasible = true;
     for (BasicBlock *BB : RPOT) {
       State S = In[BB];
       if (!S.Reached)
@@ -904,6 +945,8 @@ bool Planner::planFunction(Function &Fn) {
         transfer(I, S);
     }
     // An allocation wrapper: every return gives a fresh, clean object.
+    // (The transfer below only reads states: nothing is emitted twice.)
+    Emit = false;
     int RetObj = -1;
     bool Fresh = true;
     for (BasicBlock &BB : Fn) {
@@ -914,7 +957,8 @@ bool Planner::planFunction(Function &Fn) {
       if (!RV || isa<ConstantPointerNull>(RV))
         continue;
       int O = freshOf(RV);
-      if (O < 0 || !AtStart.lookup(RV) || (RetObj >= 0 && O != RetObj)) {
+      if (O < 0 || !Objs[O].Root || !AtStart.lookup(RV) ||
+          (RetObj >= 0 && O != RetObj)) {
         Fresh = false;
         break;
       }
@@ -925,7 +969,6 @@ bool Planner::planFunction(Function &Fn) {
           transfer(I, S);
       Fresh &= S.Obj[O] == FreshClean;
     }
-    Emit = false;
     if (Fresh && RetObj >= 0) {
       Value *Size = Objs[RetObj].Size;
       if (auto *C = dyn_cast<ConstantInt>(Size))

@@ -39,8 +39,9 @@ struct PMAccess {
   llvm::Value *Len = nullptr;
   const char *What = "";
 };
-// The access of a store, atomic load, RMW, compare-and-swap or memory
-// intrinsic; Addr is null for anything else.
+// The access of a store, atomic load, RMW, compare-and-swap, memory
+// intrinsic (element-wise atomic ones too) or masked store; Addr is null
+// for anything else.
 PMAccess accessOf(llvm::Instruction &I, const llvm::DataLayout &DL);
 
 struct RobustAction {
