@@ -61,6 +61,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/Analysis/CallGraph.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Dominators.h"
@@ -337,6 +338,8 @@ private:
   // Per function being planned.
   Function *F = nullptr;
   DominatorTree *DT = nullptr;
+  LoopInfo *LI = nullptr;
+  DenseMap<const Loop *, bool> LoopFences; // may fence in some iteration
   bool Exported = false;
   std::vector<FreshObj> Objs;
   DenseMap<const Value *, unsigned> Derived; // value -> fresh object
@@ -395,6 +398,8 @@ private:
   void escape(unsigned O, Instruction &I, State &S);
   void accessFresh(unsigned O, State &S);
   void transfer(Instruction &I, State &S);
+  bool mayFence(const Loop *L);
+  void leaveBlock(BasicBlock &BB, State &S);
   void transferCall(CallBase &CB, State &S);
   Key keyOf(Value *Ptr, uint64_t Size, const Instruction *Src) const {
     APInt Off(DL.getIndexTypeSizeInBits(Ptr->getType()), 0);
@@ -858,6 +863,57 @@ void Planner::transfer(Instruction &I, State &S) {
   }
 }
 
+// Whether some instruction of L may need a fence when something is pending:
+// a store or memory intrinsic on PM, a release, a call that is not known
+// harmless.
+bool Planner::mayFence(const Loop *L) {
+  auto [It, New] = LoopFences.try_emplace(L, false);
+  if (!New)
+    return It->second;
+  for (BasicBlock *BB : L->blocks())
+    for (Instruction &I : *BB) {
+      bool May = false;
+      if (auto *CB = dyn_cast<CallBase>(&I)) {
+        Function *Callee = CB->getCalledFunction();
+        if (isa<AnyMemIntrinsic>(CB))
+          May = mayBePM(accessOf(I, DL).Addr);
+        else if (CB->isInlineAsm() || !Callee)
+          May = true;
+        else if (!Callee->isIntrinsic())
+          May = !Callee->isDeclaration() ||
+                !harmlessExternals().count(Callee->getName());
+      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+        May = mayBePM(SI->getPointerOperand()) ||
+              (SI->isAtomic() && isReleaseOrStronger(SI->getOrdering()));
+      } else if (auto *FI = dyn_cast<FenceInst>(&I)) {
+        May = isReleaseOrStronger(FI->getOrdering());
+      }
+      if (May)
+        return It->second = true;
+    }
+  return false;
+}
+
+// The end of BB: a write-back still pending when the path enters a loop
+// that fences is fenced here, once, rather than in the loop's first
+// iteration, where the join with the back edge would keep the fence in
+// every iteration.
+void Planner::leaveBlock(BasicBlock &BB, State &S) {
+  // (A terminator that is a call -- invoke, callbr -- acts after the fence.)
+  if (S.clean() || !(isa<BranchInst>(BB.getTerminator()) ||
+                     isa<SwitchInst>(BB.getTerminator())))
+    return;
+  for (BasicBlock *Succ : successors(&BB)) {
+    Loop *L = LI->getLoopFor(Succ);
+    if (L && L->getHeader() == Succ && !L->contains(&BB) && mayFence(L)) {
+      fenceIfPending(S, *BB.getTerminator(),
+                     "entering the loop at " +
+                         where(Succ->getFirstNonPHIOrDbg()));
+      return;
+    }
+  }
+}
+
 Function *Planner::contextClone(Function *Callee, uint32_t Mask) {
   auto [It, New] = Clones.try_emplace({Callee, Mask}, nullptr);
   if (!New)
@@ -882,6 +938,8 @@ Function *Planner::contextClone(Function *Callee, uint32_t Mask) {
 bool Planner::planFunction(Function &Fn) {
   F = &Fn;
   DT = &FAM.getResult<DominatorTreeAnalysis>(Fn);
+  LI = &FAM.getResult<LoopAnalysis>(Fn);
+  LoopFences.clear();
   Exported =
       !CloneMask.count(&Fn) && (!Fn.hasLocalLinkage() || Fn.hasAddressTaken());
   findFresh();
@@ -912,6 +970,7 @@ bool Planner::planFunction(Function &Fn) {
         }
         if (Restart)
           break;
+        leaveBlock(*BB, S);
         for (BasicBlock *Succ : successors(BB)) {
           State &SI = In[Succ];
           if (!SI.Reached) {
@@ -943,6 +1002,7 @@ bool Planner::planFunction(Function &Fn) {
         continue;
       for (Instruction &I : *BB)
         transfer(I, S);
+      leaveBlock(*BB, S);
     }
     // An allocation wrapper: every return gives a fresh, clean object.
     // (The transfer below only reads states: nothing is emitted twice.)
