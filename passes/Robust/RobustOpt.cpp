@@ -27,7 +27,8 @@
 //    to code that may unlock or write PM, an unknown inline asm -- while
 //    anything is pending;
 //  * function exit with a pending location, in functions code outside the
-//    module may call (exported or address-taken).
+//    module may call (exported or address-taken), by a return or by an
+//    exception unwinding out of it (resume).
 // Locked instructions (RMW, compare-and-swap, seq_cst store, mfence) clear
 // every pending location, as they order earlier write-backs on x86. Atomic
 // loads from escaped PM make the location pending (another thread's store
@@ -838,10 +839,14 @@ void Planner::transfer(Instruction &I, State &S) {
       else if (isReleaseOrStronger(FI->getOrdering()))
         fenceIfPending(S, I, "release fence at " + where(&I));
     }
-  } else if (isa<ReturnInst>(I)) {
+  } else if (isa<ReturnInst>(I) || isa<ResumeInst>(I)) {
+    // An exception leaving the function (resume) is an exit too: the
+    // caller's landing pad runs next.
     if (Exported && (S.Anon || !S.Pending.empty())) {
       fenceIfPending(S, I,
-                     "return from " + F->getName().str() +
+                     std::string(isa<ResumeInst>(I) ? "unwinding out of "
+                                                    : "return from ") +
+                         F->getName().str() +
                          ", which code outside the module may call");
     }
     if (Emit) {

@@ -28,7 +28,7 @@ if not os.path.exists(config.pmkit_plugin):
 
 config.name = "pmkit-passes"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".ll", ".c"]
+config.suffixes = [".ll", ".c", ".cpp"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
 config.test_exec_root = config.pmkit_obj_dir
