@@ -159,6 +159,9 @@ def run_suite(args: argparse.Namespace) -> int:
         f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
         file=sys.stderr,
     )
+    # The commit the binaries were built from: read before the runs, so that a commit made
+    # while they run is not credited with them.
+    commit = harness.git_commit()
     runs, loads = [], {}
     templates = Path(tempfile.mkdtemp(prefix="pmkit-suite-templates-", dir="/dev/shm"))
     started = datetime.datetime.now(datetime.UTC)
@@ -202,7 +205,6 @@ def run_suite(args: argparse.Namespace) -> int:
                 {"suite": suite, "workload": name, "threads": threads, "variant": v,
                  "median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
             )  # fmt: skip
-    commit = harness.git_commit()
     doc = {
         "schema": 1,
         "benchmark": args.name,
