@@ -399,6 +399,8 @@ private:
   void escape(unsigned O, Instruction &I, State &S);
   void accessFresh(unsigned O, State &S);
   void transfer(Instruction &I, State &S);
+  bool summarized(const Function *Callee) const;
+  bool callWaits(const CallBase &CB, bool Defined, const Summary *Sp) const;
   bool mayFence(const Loop *L);
   void leaveBlock(BasicBlock &BB, State &S);
   void transferCall(CallBase &CB, State &S);
@@ -478,10 +480,8 @@ void Planner::findFresh() {
       for (LoadInst *LI : Loads)
         derive(LI, O, true);
     }
-    const Summary *RS = Callee != F && !Callee->isDeclaration() &&
-                                !Callee->isInterposable() && !SkipFn(*Callee)
-                            ? summaryOf(Callee)
-                            : nullptr;
+    const Summary *RS =
+        Callee != F && summarized(Callee) ? summaryOf(Callee) : nullptr;
     if (RS && RS->ReturnsFresh) {
       const Summary &S = *RS;
       Value *Size = S.FreshSize;
@@ -636,10 +636,7 @@ bool usesEscape(const Instruction &I, const Use &U) {
 
 void Planner::transferCall(CallBase &CB, State &S) {
   Function *Callee = CB.getCalledFunction();
-  // (An interposable definition may be replaced at link or load time: its
-  // summary would not hold.)
-  bool Defined = Callee && !Callee->isDeclaration() &&
-                 !Callee->isInterposable() && !SkipFn(*Callee);
+  bool Defined = summarized(Callee);
   // A call passing captured objects uses the callee's clone for that
   // context, once the clone is planned and keeps them captured.
   uint32_t Mask = 0;
@@ -717,33 +714,27 @@ void Planner::transferCall(CallBase &CB, State &S) {
   }
   if (CB.isInlineAsm()) {
     StringRef T = cast<InlineAsm>(CB.getCalledOperand())->getAsmString();
-    if (T.contains("pmkit.robust_ignore"))
-      return;
-    AsmEffect E = asmEffect(T);
-    if (E.Fence)
-      S.clear();
-    else if (!E.Flush)
+    if (callWaits(CB, false, nullptr))
       fenceIfPending(S, CB, "inline asm at " + where(&CB));
+    else if (!T.contains("pmkit.robust_ignore") && asmEffect(T).Fence)
+      S.clear();
     return;
   }
   std::string Name = Callee ? origin(Callee)->getName().str()
                             : std::string("an indirect call");
-  if (Defined) {
-    const Summary *Sp = Ctx ? Ctx : summaryOf(Callee);
-    Summary CS = Sp ? *Sp : Summary();
-    if (CS.NeedsClean)
-      fenceIfPending(S, CB,
-                     "call to " + Name + " at " + where(&CB) +
-                         ", which writes PM or releases before it fences");
-    if (CS.ClearsEntry)
-      S.clear();
-    if (CS.ExitPending)
-      S.addAnon(&CB);
-  } else if (!Callee || !harmlessExternals().count(Callee->getName())) {
+  // (A defined callee not planned yet: the fixpoint's optimistic start.)
+  const Summary *Sp = Defined ? (Ctx ? Ctx : summaryOf(Callee)) : nullptr;
+  Summary CS = Sp ? *Sp : Summary();
+  if (callWaits(CB, Defined, &CS))
     fenceIfPending(S, CB,
                    "call to " + Name + " at " + where(&CB) +
-                       " (code that may write PM or release a lock)");
-  }
+                       (Defined
+                            ? ", which writes PM or releases before it fences"
+                            : " (code that may write PM or release a lock)"));
+  if (Defined && CS.ClearsEntry)
+    S.clear();
+  if (Defined && CS.ExitPending)
+    S.addAnon(&CB);
   // pmkit_zalloc writes back its zeroes but does not fence them.
   if (Callee && Callee->getName() == "pmkit_zalloc")
     S.addAnon(&CB);
@@ -868,9 +859,39 @@ void Planner::transfer(Instruction &I, State &S) {
   }
 }
 
+// Whether calls of Callee may use its summary: defined here, not skipped,
+// and not interposable (a definition that may be replaced at link or load
+// time would not hold to it).
+bool Planner::summarized(const Function *Callee) const {
+  return Callee && !Callee->isDeclaration() && !Callee->isInterposable() &&
+         !SkipFn(*Callee);
+}
+
+// Whether a call that is not a memory access needs the pending write-backs
+// fenced before it: inline asm that neither fences nor flushes, a callee
+// whose summary Sp says it writes PM or releases before it fences (Defined:
+// it has one; not planned yet, it is assumed not to), or code the analysis
+// cannot see and does not know to be harmless. Intrinsics need nothing.
+bool Planner::callWaits(const CallBase &CB, bool Defined,
+                        const Summary *Sp) const {
+  if (isa<IntrinsicInst>(CB))
+    return false;
+  if (CB.isInlineAsm()) {
+    StringRef T = cast<InlineAsm>(CB.getCalledOperand())->getAsmString();
+    if (T.contains("pmkit.robust_ignore"))
+      return false;
+    AsmEffect E = asmEffect(T);
+    return !E.Fence && !E.Flush;
+  }
+  if (Defined)
+    return Sp && Sp->NeedsClean;
+  const Function *Callee = CB.getCalledFunction();
+  return !Callee || !harmlessExternals().count(Callee->getName());
+}
+
 // Whether some instruction of L may need a fence when something is pending:
-// a store or memory intrinsic on PM, a release, a call that is not known
-// harmless.
+// a store or memory intrinsic on PM, a release, a call that waits (as
+// transferCall decides it, with the callee's own summary).
 bool Planner::mayFence(const Loop *L) {
   auto [It, New] = LoopFences.try_emplace(L, false);
   if (!New)
@@ -880,13 +901,12 @@ bool Planner::mayFence(const Loop *L) {
       bool May = false;
       if (auto *CB = dyn_cast<CallBase>(&I)) {
         Function *Callee = CB->getCalledFunction();
-        if (isa<AnyMemIntrinsic>(CB))
-          May = mayBePM(accessOf(I, DL).Addr);
-        else if (CB->isInlineAsm() || !Callee)
-          May = true;
-        else if (!Callee->isIntrinsic())
-          May = !Callee->isDeclaration() ||
-                !harmlessExternals().count(Callee->getName());
+        bool Defined = summarized(Callee);
+        if (Value *Addr =
+                isa<IntrinsicInst>(CB) ? accessOf(*CB, DL).Addr : nullptr)
+          May = mayBePM(Addr);
+        else
+          May = callWaits(*CB, Defined, Defined ? summaryOf(Callee) : nullptr);
       } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
         May = mayBePM(SI->getPointerOperand()) ||
               (SI->isAtomic() && isReleaseOrStronger(SI->getOrdering()));
