@@ -14,6 +14,7 @@
 // (-fplugin loads the library before -mllvm options are parsed).
 
 #include "Annotations/Annotations.h"
+#include "Clobber/Clobber.h"
 #include "PMAlias/PMAlias.h"
 #include "Robust/Robust.h"
 #include "Trace/Trace.h"
@@ -53,13 +54,19 @@ void addRobustPasses(ModulePassManager &MPM, OptimizationLevel) {
   MPM.addPass(pmkit::RobustPass());
 }
 
+// Clobber mode too: it analyses the optimised FASE (after inlining by the
+// optimizer, mem2reg and GVN), and its calls stay where it puts them.
+void addClobberPasses(ModulePassManager &MPM, OptimizationLevel) {
+  MPM.addPass(pmkit::ClobberPass());
+}
+
 const ModeInfo ModeTable[] = {
     {Mode::None, "none", "only attach pmkit annotations (default)",
      addNoPasses},
     {Mode::Robust, "robust", "PMRobust: insert flushes and fences", addNoPasses,
      addRobustPasses},
     {Mode::Clobber, "clobber", "Clobber-NVM: failure-atomic functions",
-     nullptr},
+     addNoPasses, addClobberPasses},
     {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR", nullptr},
     {Mode::ARP, "arp", "language-level persistency: lower pmkit::atomic",
      nullptr},
@@ -118,6 +125,10 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
     MPM.addPass(pmkit::RobustPass());
     return true;
   }
+  if (Name == pmkit::ClobberPass::PassName) {
+    MPM.addPass(pmkit::ClobberPass());
+    return true;
+  }
   if (Name == pmkit::PMAliasPrinterPass::PassName) {
     MPM.addPass(pmkit::PMAliasPrinterPass());
     return true;
@@ -134,6 +145,8 @@ void registerCallbacks(PassBuilder &PB) {
                             pmkit::TracePass::PassName);
     PIC->addClassToPassName(pmkit::RobustPass::name(),
                             pmkit::RobustPass::PassName);
+    PIC->addClassToPassName(pmkit::ClobberPass::name(),
+                            pmkit::ClobberPass::PassName);
     PIC->addClassToPassName(pmkit::PMAliasPrinterPass::name(),
                             pmkit::PMAliasPrinterPass::PassName);
   }

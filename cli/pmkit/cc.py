@@ -21,7 +21,7 @@ from pmkit import paths
 MODES: dict[str, str | None] = {
     "none": "annotations only: no instrumentation",
     "robust": "PMRobust: the compiler inserts the flushes and fences",
-    "clobber": None,
+    "clobber": "Clobber-NVM: failure-atomic functions (PMKIT_FASE) by clobber logging",
     "ssapp": None,
     "wpp": None,
     "arp": None,
@@ -49,6 +49,14 @@ Robust mode (docs/modes/robust.md):
   --whole-program     analyse the linked program, as PMRobust does: every source to
                       bitcode, linked, internalized but main, then the pass (needs -o and
                       linking; more precise than one file at a time)
+
+Clobber mode (docs/modes/clobber.md):
+  --clobber-setting=S  clobber (log only clobber writes, recovery re-executes; the default)
+                       or undo (log every PM write, recovery rolls back: the baseline)
+  --clobber-domain=D   adr (write back every PM write; the default) or eadr (no write-backs)
+  --clobber-allow=F,G  external functions a FASE may call (they write no PM)
+  --report             list each FASE's writes and whether (and why) each is logged
+  --whole-program      as for robust mode: the analysis sees across source files
 
 Also usable as CC="pmkit cc" in a build system.
 """
@@ -80,7 +88,7 @@ def tool(name: str) -> str:
 
 
 def whole_program_commands(
-    cmd: list[str], robust: list[str], trace: bool, loads: bool, work: str
+    cmd: list[str], robust: list[str], trace: bool, loads: bool, work: str, mode: str = "robust"
 ) -> list[list[str]]:
     """The commands that build `cmd` (a linking clang command with the plugin) as one module:
     each source to bitcode, llvm-link, opt with the mode's passes, llc, and the final link."""
@@ -112,7 +120,7 @@ def whole_program_commands(
         cmds.append([clang, *compile_flags, "-emit-llvm", "-c", src, "-o", bc])
         bcs.append(bc)
     linked, done, obj = (os.path.join(work, f) for f in ("linked.bc", "robust.bc", "prog.o"))
-    passes = "internalize,pmkit-annotations,pmkit-robust" + (",pmkit-trace" if trace else "")
+    passes = f"internalize,pmkit-annotations,pmkit-{mode}" + (",pmkit-trace" if trace else "")
     cmds.append([tool("llvm-link-16"), *bcs, "-o", linked])
     cmds.append(
         [tool("opt-16"), f"-load-pass-plugin={plugin}", f"-passes={passes}",
@@ -135,6 +143,8 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
     robust: list[str] = []  # -mllvm options of robust mode
+    clobber: list[str] = []  # -mllvm options of clobber mode
+    report = False
     it = iter(argv)
     for a in it:
         if a == "--whole-program":
@@ -142,7 +152,22 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         elif a == "--strip-existing":
             robust.append("-pmkit-robust-strip-existing")
         elif a == "--report":
-            robust.append("-pmkit-robust-report")
+            report = True
+        elif a.startswith("--clobber-setting="):
+            setting = a.split("=", 1)[1]
+            if setting not in ("clobber", "undo"):
+                raise UsageError(f"unknown clobber setting '{setting}' (choose from clobber, undo)")
+            clobber.append(f"-pmkit-clobber-setting={setting}")
+        elif a.startswith("--clobber-domain="):
+            domain = a.split("=", 1)[1]
+            if domain not in ("adr", "eadr"):
+                raise UsageError(f"unknown clobber domain '{domain}' (choose from adr, eadr)")
+            clobber.append(f"-pmkit-clobber-domain={domain}")
+        elif a.startswith("--clobber-allow="):
+            names = a.split("=", 1)[1]
+            if not names or any(not n.strip() for n in names.split(",")):
+                raise UsageError("--clobber-allow needs function names, separated by commas")
+            clobber.append(f"-pmkit-clobber-allow={names}")
         elif a.startswith("--robust-setting="):
             setting = a.split("=", 1)[1]
             if setting not in ("base", "opt", "flit"):
@@ -173,11 +198,19 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if MODES[mode] is None:
         raise UsageError(f"mode '{mode}' is not available in this build yet")
-    if (robust or whole) and mode != "robust":
+    if robust and mode != "robust":
         raise UsageError(
-            "--robust-setting, --strip-existing, --report, --pm-allocators and --whole-program "
-            "need --mode=robust"
+            "--robust-setting, --strip-existing and --pm-allocators need --mode=robust"
         )
+    if clobber and mode != "clobber":
+        raise UsageError(
+            "--clobber-setting, --clobber-domain and --clobber-allow need --mode=clobber"
+        )
+    if (report or whole) and mode not in ("robust", "clobber"):
+        raise UsageError("--report and --whole-program need --mode=robust or --mode=clobber")
+    if report:
+        (robust if mode == "robust" else clobber).append(f"-pmkit-{mode}-report")
+    robust += clobber  # the mode's -mllvm options
     if whole and any(a in NO_LINK for a in rest):
         raise UsageError("--whole-program builds a program: drop -c, -S or -E")
     if loads and not trace:
@@ -193,7 +226,7 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
         for o in robust:
             cmd += ["-mllvm", o]
-        if "-pmkit-robust-report" in robust and not any(a.startswith("-g") for a in rest):
+        if report and not any(a.startswith("-g") for a in rest):
             cmd += ["-gline-tables-only"]  # the report's file:line
     if trace:
         # Debug info gives the explorer's reports their file:line.
@@ -205,7 +238,7 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     if not any(a in NO_LINK for a in rest):
         libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")
         cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}", lib, "-lpthread"]
-    wp = {"robust": robust, "trace": trace, "loads": loads} if whole else None
+    wp = {"robust": robust, "trace": trace, "loads": loads, "mode": mode} if whole else None
     if wp and not p.plugin:
         raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
     return cmd, dry, wp
@@ -218,7 +251,9 @@ def run(argv: list[str], cxx: bool) -> int:
     cmd, dry, wp = parse(argv, cxx)
     if wp is not None:
         with tempfile.TemporaryDirectory(prefix="pmkit-cc-") as work:
-            for c in whole_program_commands(cmd, wp["robust"], wp["trace"], wp["loads"], work):
+            for c in whole_program_commands(
+                cmd, wp["robust"], wp["trace"], wp["loads"], work, wp["mode"]
+            ):
                 if dry:
                     print(" ".join(c))
                 elif subprocess.run(c).returncode:

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 4u
+#define PMKIT_ABI_VERSION 5u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -95,6 +95,50 @@ struct __pmkit_trace_loc {
 };
 void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n);
 
+/* ---- clobber mode (the pmkit-clobber pass; runtime/clobber) -------------
+ * A function marked PMKIT_FASE runs as
+ *   if (__pmkit_clobber_enter(id)) {       // outermost call, not replayed
+ *     __pmkit_clobber_arg*(...) per parameter, in order;
+ *     __pmkit_clobber_begin();
+ *   }
+ *   body: __pmkit_clobber_log(p, n) before each clobber write to [p, p+n),
+ *         __pmkit_flush_range after each write to PM (ADR builds);
+ *   __pmkit_clobber_exit();                // at every return
+ * A nested FASE is part of the outer one. Recovery calls `replay` of the
+ * table entry whose id the interrupted section carries, with the logged
+ * arguments decoded to words (pointers as addresses again). */
+struct __pmkit_clobber_fase {
+  uint64_t id;      /* 64-bit FNV-1a of the function's symbol name      */
+  const char *name; /* the symbol name, for messages                    */
+  void (*replay)(const uint64_t *args); /* calls the FASE with args     */
+  uint32_t nargs;
+  uint32_t flags; /* PMKIT_CLOBBER_*                                    */
+};
+/* The FASE logs every PM write and recovery rolls it back instead of
+ * re-executing it (the `undo` setting: the classic baseline). */
+#define PMKIT_CLOBBER_UNDO 1u
+/* The module was compiled without write-backs (-pmkit-clobber-domain=eadr). */
+#define PMKIT_CLOBBER_EADR 2u
+/* Registers a module's FASEs (a constructor the pass adds). */
+void __pmkit_clobber_register(const struct __pmkit_clobber_fase *t, uint32_t n);
+/* 1 if this is the outermost FASE call outside recovery: record the
+ * arguments and begin; 0 otherwise. */
+int __pmkit_clobber_enter(uint64_t id);
+/* Arguments: a value (integers, floating point as bits); a pointer (NULL or
+ * into a pool: a volatile pointer stops the program with a message); a
+ * volatile buffer of len bytes, copied to the log, or with scratch != 0
+ * only its length (recovery passes zeroed memory). */
+void __pmkit_clobber_arg(uint64_t v);
+void __pmkit_clobber_arg_ptr(const void *p);
+void __pmkit_clobber_arg_buf(const void *p, uint64_t len, uint32_t scratch);
+/* Persist the vlog and open the section (pmkit_fase_begin). */
+void __pmkit_clobber_begin(void);
+/* Save the size bytes at addr (if in the FASE's pool) before a clobber
+ * write; durable before it returns (ADR). A no-op outside a FASE. */
+void __pmkit_clobber_log(const void *addr, uint64_t size);
+/* Leave a FASE: the outermost commits (fence, then one ordered store). */
+void __pmkit_clobber_exit(void);
+
 /* Owners of the persistent words of a thread context (pmkit_ctx_ext). */
 enum {
   PMKIT_EXT_CLOBBER = 0, /* words 0..3   */
@@ -110,6 +154,7 @@ enum {
  *   2  __pmkit_trace_* calls of the pmkit-trace pass.
  *   3  __pmkit_flush_range for the pmkit-robust pass.
  *   4  __pmkit_flit_counters for the pmkit-robust pass's flit setting.
+ *   5  __pmkit_clobber_* calls and the FASE table of the pmkit-clobber pass.
  */
 
 #ifdef __cplusplus

@@ -17,6 +17,15 @@
 
 /* A failure-atomic section: the whole function (clobber, ssapp modes). */
 #define PMKIT_FASE PMKIT_ANNOTATE_("pmkit.fase") __attribute__((noinline))
+/* A FASE parameter that points to volatile memory the FASE reads: parameter
+ * p (1-based, as in alloc_size) points to the number of bytes held by
+ * parameter n. The bytes are logged at entry, so recovery re-executes the
+ * FASE with a copy. PMKIT_FASE_SCRATCH: the FASE writes the buffer before it
+ * reads it; only the length is logged and recovery passes zeroed memory.
+ * Pointers into a pool need nothing: they are logged as pool offsets. */
+#define PMKIT_FASE_IN(p, n) PMKIT_ANNOTATE_("pmkit.fase_in:" #p ":" #n)
+#define PMKIT_FASE_SCRATCH(p, n)                                               \
+  PMKIT_ANNOTATE_("pmkit.fase_scratch:" #p ":" #n)
 /* A function that returns pointers to persistent memory (robust mode). */
 #define PMKIT_PM_ALLOCATOR PMKIT_ANNOTATE_("pmkit.pm_allocator")
 /* A function the robust analysis must leave alone. */

@@ -237,6 +237,32 @@ int pmkit_fase_abort(pmkit_ctx *ctx);
 /* The tag passed to pmkit_fase_begin of the section in flight. */
 uint64_t pmkit_fase_tag(const pmkit_ctx *ctx);
 
+/* ---- recovery and clobber mode (runtime/clobber) -------------------------
+ * Recover the failure-atomic sections a crash interrupted in `pool`, one
+ * slot at a time on the calling thread: clobber mode restores the inputs
+ * each FASE overwrote and re-executes it with its logged arguments (undo
+ * builds roll it back instead). Call it after opening the pool and after
+ * re-creating any volatile state the FASEs read (locks, configuration),
+ * before other threads start FASEs. A crash during recovery is recovered by
+ * the next call. Returns the number of sections recovered (>= 0), or a
+ * negative PMKIT_E_* (e.g. PMKIT_E_STATE: a FASE in flight that this
+ * program does not contain); slots owned by other runtimes are left. */
+int pmkit_recover(pmkit_pool *pool);
+
+/* Work of clobber-mode FASEs in this process since it started, all threads
+ * (recovery included). Fences count sfences issued between a FASE's begin
+ * and its commit, inclusive (0 under eADR). */
+typedef struct pmkit_clobber_stats {
+  uint64_t fases;      /* committed                                       */
+  uint64_t entries;    /* clobber (or undo) log entries                   */
+  uint64_t log_bytes;  /* bytes of those entries, headers included        */
+  uint64_t vlog_bytes; /* bytes of argument records                       */
+  uint64_t fences;
+  uint64_t replays;   /* FASEs re-executed by recovery                    */
+  uint64_t rollbacks; /* logs rolled back by recovery                     */
+} pmkit_clobber_stats;
+int pmkit_clobber_stats_get(pmkit_clobber_stats *out);
+
 /* ---- PM-resident locks ----------------------------------------------------
  * Place these in the pool. Zero-initialised memory is an unlocked lock. A
  * lock held when a run crashed is free in the next run: its generation no

@@ -32,6 +32,8 @@ using namespace llvm;
 STATISTIC(NumFase, "Functions annotated pmkit.fase");
 STATISTIC(NumPMAllocator, "Functions annotated pmkit.pm_allocator");
 STATISTIC(NumRobustIgnore, "Functions annotated pmkit.robust_ignore");
+STATISTIC(NumFaseBuf,
+          "FASE buffer parameters declared (pmkit.fase_in/scratch)");
 STATISTIC(NumUnknown, "pmkit.* annotations skipped: unknown kind");
 STATISTIC(NumNotOnFunction,
           "pmkit.* annotations skipped: not on a function (e.g. a variable)");
@@ -57,6 +59,18 @@ const KindInfo Kinds[] = {
     {pmkit::AttrRobustIgnore, "robust_ignore", &NumRobustIgnore},
 };
 
+// Annotations with parameters, "pmkit.fase_in:P:N": collected into the
+// value of one attribute (AttrFaseBufs) as "in:P:N".
+struct ParamKindInfo {
+  StringLiteral Prefix; // up to and including the first ':'
+  StringLiteral Item;   // the item's name in the attribute value
+  StringLiteral Attr;
+};
+const ParamKindInfo ParamKinds[] = {
+    {"pmkit.fase_in:", "in", pmkit::AttrFaseBufs},
+    {"pmkit.fase_scratch:", "scratch", pmkit::AttrFaseBufs},
+};
+
 const KindInfo *findKind(StringRef Annotation) {
   for (const KindInfo &K : Kinds)
     if (K.Attr == Annotation)
@@ -78,7 +92,7 @@ private:
   Module &M;
   bool Changed = false;
   // (function name, kind): counts each pair once, ordered for the report.
-  std::set<std::pair<std::string, StringRef>> Found;
+  std::set<std::pair<std::string, std::string>> Found;
 };
 
 bool AnnotationReader::run() {
@@ -116,6 +130,19 @@ void AnnotationReader::visit(GlobalValue &Target, StringRef Annotation) {
            << "' ignored: pmkit annotations apply to functions only\n";
     return;
   }
+  for (const ParamKindInfo &PK : ParamKinds) {
+    if (!Annotation.startswith(PK.Prefix))
+      continue;
+    std::string Item =
+        (PK.Item + ":" + Annotation.drop_front(PK.Prefix.size())).str();
+    if (!Found.emplace(F->getName().str(), Item).second)
+      return;
+    ++NumFaseBuf;
+    StringRef Old = F->getFnAttribute(PK.Attr).getValueAsString();
+    F->addFnAttr(PK.Attr, Old.empty() ? Item : (Old + "," + Item).str());
+    Changed = true;
+    return;
+  }
   const KindInfo *K = findKind(Annotation);
   if (!K) {
     // Skipped rather than attached, so a misspelling cannot half-work.
@@ -127,7 +154,7 @@ void AnnotationReader::visit(GlobalValue &Target, StringRef Annotation) {
     errs() << ")\n";
     return;
   }
-  if (!Found.emplace(F->getName().str(), K->Kind).second)
+  if (!Found.emplace(F->getName().str(), K->Kind.str()).second)
     return;
   ++*K->Counter;
   if (!F->hasFnAttribute(K->Attr)) {

@@ -22,6 +22,10 @@ namespace pmkit {
 inline constexpr llvm::StringLiteral AttrFase = "pmkit.fase";
 inline constexpr llvm::StringLiteral AttrPMAllocator = "pmkit.pm_allocator";
 inline constexpr llvm::StringLiteral AttrRobustIgnore = "pmkit.robust_ignore";
+// A FASE's volatile buffer parameters: the value lists "in:P:N" and
+// "scratch:P:N" items, comma-separated (parameter P, 1-based, points to the
+// number of bytes held by parameter N), from PMKIT_FASE_IN/_SCRATCH.
+inline constexpr llvm::StringLiteral AttrFaseBufs = "pmkit.fase_bufs";
 
 class AnnotationsPass : public llvm::PassInfoMixin<AnnotationsPass> {
 public:

@@ -6,7 +6,8 @@
  * words) outlive the process; which thread holds it is volatile and per run,
  * so after a crash recovery can adopt a slot whose section was in flight.
  * The allocation journal itself lives in heap.c. Entry points:
- * pmkit_ctx_get, pmkit_fase_begin, pmkit_fase_commit.
+ * pmkit_ctx_get, pmkit_fase_begin, pmkit_fase_commit, and pmkit_recover,
+ * which hands each slot in flight to the runtime that owns it.
  */
 #include "internal.h"
 
@@ -165,3 +166,18 @@ int pmkit_fase_abort(pmkit_ctx *c) {
 }
 
 uint64_t pmkit_fase_tag(const pmkit_ctx *c) { return c->pm->tag; }
+
+int pmkit_recover(pmkit_pool *p) {
+  if (!p)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_recover: NULL pool");
+  if (p->flags & PMKIT_POOL_INSPECT)
+    return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  int n = 0;
+  for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
+    int r = pmk_clobber_recover_slot(p, id);
+    if (r < 0)
+      return r;
+    n += r;
+  }
+  return n;
+}

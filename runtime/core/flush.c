@@ -158,10 +158,13 @@ void __pmkit_flush_range(const void *addr, uint64_t len) {
   pmkit_flush(addr, (size_t)len);
 }
 
+__thread uint64_t pmk_sfences;
+
 void pmk_fence(void) {
-  if (pmk_flush_kind != PMKIT_FLUSH_NONE)
+  if (pmk_flush_kind != PMKIT_FLUSH_NONE) {
     __asm__ volatile("sfence" ::: "memory");
-  else
+    pmk_sfences++;
+  } else
     __asm__ volatile("" ::: "memory");
 }
 

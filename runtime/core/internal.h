@@ -169,6 +169,8 @@ PMK_HIDDEN extern int pmk_eadr;
 PMK_HIDDEN void pmk_flush_line(const void *p);
 /* pmkit_fence without the crash point, for the runtime's own ordering. */
 PMK_HIDDEN void pmk_fence(void);
+/* sfences issued by the calling thread (ADR only), for per-FASE counts. */
+PMK_HIDDEN extern __thread uint64_t pmk_sfences;
 
 /* crash.c */
 PMK_HIDDEN extern int pmk_crash_armed;
@@ -183,6 +185,12 @@ PMK_HIDDEN uint64_t pmk_fnv1a(const void *p, size_t n);
 PMK_HIDDEN uint64_t pmk_next_serial(void);
 /* The open pool in registry slot id if its serial is still `serial`. */
 PMK_HIDDEN pmkit_pool *pmk_reg_lookup(unsigned id, uint64_t serial);
+/* The open pool if exactly one is open, else NULL. */
+PMK_HIDDEN pmkit_pool *pmk_only_pool(void);
+
+/* runtime/clobber: recover slot id if a clobber-mode section is in flight
+ * there: 1 recovered, 0 not its slot, or a negative PMKIT_E_*. */
+PMK_HIDDEN int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id);
 static inline void *pmk_at(const pmkit_pool *p, uint64_t off) {
   return (void *)(p->base + off);
 }

@@ -109,6 +109,18 @@ pmkit_pool *pmk_reg_lookup(unsigned id, uint64_t serial) {
   return p;
 }
 
+pmkit_pool *pmk_only_pool(void) {
+  pmkit_pool *only = NULL;
+  for (unsigned i = 0; i < PMK_MAX_POOLS; i++) {
+    pmkit_pool *p = atomic_load_explicit(&reg[i], memory_order_acquire);
+    if (p && only)
+      return NULL;
+    if (p)
+      only = p;
+  }
+  return only;
+}
+
 static void reg_del(pmkit_pool *p) {
   pthread_mutex_lock(&reg_lock);
   if (reg[p->id] == p)

@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Clobber.cpp -- the pmkit-clobber pass (Clobber.h). For each FASE:
+//  1. inline every callee with a body (up to -pmkit-clobber-inline-limit
+//     instructions); callees left as calls, and anything reachable from
+//     them, are instrumented conservatively (every PM write logged);
+//  2. classify every call that is left: known runtime and libc functions,
+//     functions the user allowed (-pmkit-clobber-allow), or an error naming
+//     the source line;
+//  3. find the clobber writes: a write W is one if some input read R (not
+//     of memory the FASE allocated, not dominated by a write covering it)
+//     can execute before W and may alias it (LLVM alias analysis). Writes
+//     to memory the FASE allocated, and writes dominated by a write to the
+//     same address at least as wide, are dropped ("propagation");
+//  4. insert __pmkit_clobber_log before each clobber write, a write-back
+//     after each write that may reach PM (ADR), the entry and exit calls,
+//     a replay stub, and the FASE table with its constructor.
+// Entry point: ClobberPass::run. Run with
+//   opt-16 -load-pass-plugin=pmkit-passes.so \
+//     -passes=pmkit-annotations,pmkit-clobber -pmkit-clobber-report -S in.ll
+
+#include "Clobber/Clobber.h"
+#include "Annotations/Annotations.h"
+#include "Common/PersistOps.h"
+#include "Common/SourceLoc.h"
+
+#include "pmkit/abi.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/Statistic.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/MemoryLocation.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+#define DEBUG_TYPE "pmkit-clobber"
+
+STATISTIC(NumFase, "FASEs instrumented");
+STATISTIC(NumInlined, "Call sites inlined into FASEs");
+STATISTIC(NumConservative, "Functions instrumented conservatively (called "
+                           "from a FASE but not inlined)");
+STATISTIC(NumWrites, "Writes in FASEs that may reach PM");
+STATISTIC(NumLogged, "Writes logged (clobber writes, or all under undo)");
+STATISTIC(NumFresh, "Writes not logged: memory the FASE allocated");
+STATISTIC(NumDominated, "Writes not logged: dominated by a covering write");
+STATISTIC(NumNoInput, "Writes not logged: no input read may precede them");
+STATISTIC(NumWriteBacks, "Write-backs inserted (ADR)");
+STATISTIC(NumLockWarnings, "Two-phase locking warnings");
+
+namespace {
+
+enum class Setting { Clobber, Undo };
+cl::opt<Setting> SettingOpt(
+    "pmkit-clobber-setting", cl::Hidden, cl::init(Setting::Clobber),
+    cl::desc("What a FASE logs"),
+    cl::values(clEnumValN(Setting::Clobber, "clobber",
+                          "clobber writes only; recovery re-executes"),
+               clEnumValN(Setting::Undo, "undo",
+                          "every PM write; recovery rolls back")));
+enum class Domain { ADR, EADR };
+cl::opt<Domain> DomainOpt(
+    "pmkit-clobber-domain", cl::Hidden, cl::init(Domain::ADR),
+    cl::desc("Persistence domain the code is built for"),
+    cl::values(clEnumValN(Domain::ADR, "adr", "write back every PM write"),
+               clEnumValN(Domain::EADR, "eadr", "no write-backs")));
+cl::list<std::string>
+    AllowOpt("pmkit-clobber-allow", cl::Hidden, cl::CommaSeparated,
+             cl::desc("External functions a FASE may call: they write no "
+                      "PM and may read what their pointer arguments point "
+                      "to"));
+cl::opt<bool> ReportOpt("pmkit-clobber-report", cl::Hidden, cl::init(false),
+                        cl::desc("Print each FASE's writes and why each is "
+                                 "or is not logged"));
+cl::opt<bool> CrashPointsOpt(
+    "pmkit-clobber-crash-points", cl::Hidden, cl::init(false),
+    cl::desc("A crash point before every write that may reach PM (tests)"));
+cl::opt<bool> SkipLogOpt(
+    "pmkit-clobber-skip-log", cl::Hidden, cl::init(false),
+    cl::desc("Insert no log calls (tests: the crash checks must fail)"));
+cl::opt<unsigned>
+    InlineLimit("pmkit-clobber-inline-limit", cl::Hidden, cl::init(50000),
+                cl::desc("Instructions a FASE may grow to by inlining"));
+
+// How a call that stays a call touches the program's memory.
+enum class Effect {
+  None,     // nothing the FASE's inputs live in (runtime, locks, math)
+  ReadArgs, // reads what its pointer arguments point to
+  Copy,     // memcpy-like: writes arg 0, reads arg 1, length arg 2
+  Set,      // memset-like: writes arg 0, length arg 2
+};
+struct KnownFn {
+  StringLiteral Name;
+  Effect E;
+};
+// pmkit's allocator journals its own work and PM locks are reset after a
+// crash, so neither is a FASE input; DRAM locks do not survive a crash.
+const KnownFn Known[] = {
+    {"pmkit_alloc", Effect::None},
+    {"pmkit_zalloc", Effect::None},
+    {"pmkit_free", Effect::None},
+    {"pmkit_usable_size", Effect::None},
+    {"pmkit_flush", Effect::None},
+    {"pmkit_fence", Effect::None},
+    {"pmkit_persist", Effect::None},
+    {"pmkit_crash_point", Effect::None},
+    {"pmkit_mark_begin", Effect::None},
+    {"pmkit_mark_end", Effect::None},
+    {"pmkit_mutex_lock", Effect::None},
+    {"pmkit_mutex_trylock", Effect::None},
+    {"pmkit_mutex_unlock", Effect::None},
+    {"pmkit_rwlock_rdlock", Effect::None},
+    {"pmkit_rwlock_wrlock", Effect::None},
+    {"pmkit_rwlock_unlock", Effect::None},
+    {"pthread_mutex_lock", Effect::None},
+    {"pthread_mutex_trylock", Effect::None},
+    {"pthread_mutex_unlock", Effect::None},
+    {"pthread_rwlock_rdlock", Effect::None},
+    {"pthread_rwlock_wrlock", Effect::None},
+    {"pthread_rwlock_unlock", Effect::None},
+    {"pthread_spin_lock", Effect::None},
+    {"pthread_spin_unlock", Effect::None},
+    {"pthread_self", Effect::None},
+    {"__assert_fail", Effect::None},
+    {"abort", Effect::None},
+    {"memcpy", Effect::Copy},
+    {"memmove", Effect::Copy},
+    {"memset", Effect::Set},
+    {"memcmp", Effect::ReadArgs},
+    {"bcmp", Effect::ReadArgs},
+    {"strlen", Effect::ReadArgs},
+    {"strnlen", Effect::ReadArgs},
+    {"strcmp", Effect::ReadArgs},
+    {"strncmp", Effect::ReadArgs},
+    {"strchr", Effect::ReadArgs},
+    {"memchr", Effect::ReadArgs},
+};
+
+bool isLockAcquire(StringRef N) {
+  return N == "pthread_mutex_lock" || N == "pthread_mutex_trylock" ||
+         N == "pmkit_mutex_lock" || N == "pmkit_mutex_trylock" ||
+         N == "pthread_rwlock_rdlock" || N == "pthread_rwlock_wrlock" ||
+         N == "pmkit_rwlock_rdlock" || N == "pmkit_rwlock_wrlock" ||
+         N == "pthread_spin_lock";
+}
+bool isLockRelease(StringRef N) {
+  return N == "pthread_mutex_unlock" || N == "pmkit_mutex_unlock" ||
+         N == "pthread_rwlock_unlock" || N == "pmkit_rwlock_unlock" ||
+         N == "pthread_spin_unlock";
+}
+
+uint64_t fnv1a(StringRef S) {
+  uint64_t H = 0xcbf29ce484222325ull;
+  for (unsigned char C : S)
+    H = (H ^ C) * 0x100000001b3ull;
+  return H;
+}
+
+// A memory access of the analysed function.
+struct Access {
+  Instruction *I;
+  MemoryLocation Loc;    // meaningless when All
+  bool All = false;      // may read anything (an opaque call)
+  Value *Size = nullptr; // bytes written (writes), as an i64 value
+};
+
+// Why a write is or is not logged, for the report.
+enum class Why { NotPM, Fresh, Dominated, NoInput, Clobber, Undo, Callee };
+
+const char *whyText(Why W) {
+  switch (W) {
+  case Why::NotPM:
+    return "not logged: stack or global memory";
+  case Why::Fresh:
+    return "not logged: memory this FASE allocated";
+  case Why::Dominated:
+    return "not logged: an earlier write to the same address covers it";
+  case Why::NoInput:
+    return "not logged: no input read can precede it";
+  case Why::Clobber:
+    return "logged: clobbers an input read";
+  case Why::Undo:
+    return "logged: undo setting";
+  case Why::Callee:
+    return "logged: conservative (function called from a FASE)";
+  }
+  return "";
+}
+
+class ClobberInstrumenter {
+public:
+  ClobberInstrumenter(Module &M, FunctionAnalysisManager &FAM)
+      : M(M), FAM(FAM), Ctx(M.getContext()), DL(M.getDataLayout()) {
+    for (const std::string &A : AllowOpt)
+      Allowed.insert(A);
+  }
+  bool run();
+
+private:
+  void inlineCallees(Function &F);
+  void collectConservative();
+  // Analyse F's accesses; fills Writes with (access, why).
+  bool analyse(Function &F, bool Conservative);
+  bool classifyCall(CallBase &CB, Function &Owner, std::vector<Access> &Reads,
+                    std::vector<Access> &Wr);
+  void findFresh(Function &F);
+  bool isFresh(const Value *P) const;
+  bool isNotPM(const Value *P) const;
+  void instrumentWrites(Function &F);
+  void instrumentFase(Function &F);
+  Function *makeReplay(Function &F);
+  void checkLocks(Function &F);
+  void emitTable();
+  void diag(const Instruction *I, const Twine &Msg, bool Error);
+
+  FunctionCallee rtFn(StringRef Name, Type *Ret, ArrayRef<Type *> Params) {
+    return M.getOrInsertFunction(Name, FunctionType::get(Ret, Params, false));
+  }
+
+  Module &M;
+  FunctionAnalysisManager &FAM;
+  LLVMContext &Ctx;
+  const DataLayout &DL;
+  StringSet<> Allowed;
+  SetVector<Function *> Fases;
+  SetVector<Function *> Conservative;
+  bool SawIndirect = false;
+  bool Failed = false;
+  // Per analysed function.
+  SmallPtrSet<const Value *, 32> FreshObjs;
+  // Parameters declared PMKIT_FASE_IN/SCRATCH: volatile, logged at entry.
+  SmallPtrSet<const Value *, 4> BufParams;
+  std::vector<std::pair<Access, Why>> Writes;
+  struct TableEntry {
+    uint64_t Id;
+    Function *Fase;
+    Function *Replay;
+  };
+  std::vector<TableEntry> Table;
+};
+
+void ClobberInstrumenter::diag(const Instruction *I, const Twine &Msg,
+                               bool Error) {
+  std::string Where = I ? pmkit::sourceLoc(I) : std::string("");
+  if (Error) {
+    Failed = true;
+    Ctx.emitError(Twine("pmkit-clobber: ") + Where + ": " + Msg);
+  } else {
+    errs() << DEBUG_TYPE ": warning: " << Where << ": " << Msg << '\n';
+  }
+}
+
+// Inline every call with a body into the FASE, breadth first, so that the
+// analysis sees the whole FASE in one function.
+void ClobberInstrumenter::inlineCallees(Function &F) {
+  unsigned Size = F.getInstructionCount();
+  for (bool Progress = true; Progress;) {
+    Progress = false;
+    std::vector<CallBase *> Calls;
+    for (Instruction &I : instructions(F))
+      if (auto *CB = dyn_cast<CallBase>(&I))
+        if (Function *Callee = CB->getCalledFunction())
+          if (!Callee->isDeclaration() && Callee != &F &&
+              !Callee->isIntrinsic())
+            Calls.push_back(CB);
+    for (CallBase *CB : Calls) {
+      Function *Callee = CB->getCalledFunction();
+      unsigned Add = Callee->getInstructionCount();
+      if (Size + Add > InlineLimit)
+        continue;
+      InlineFunctionInfo IFI;
+      if (InlineFunction(*CB, IFI).isSuccess()) {
+        ++NumInlined;
+        Size += Add;
+        Progress = true;
+      }
+    }
+  }
+}
+
+// Functions a FASE still calls (and all they may call) log every write:
+// their writes can clobber any input the FASE read before the call.
+void ClobberInstrumenter::collectConservative() {
+  std::vector<Function *> Work;
+  auto Add = [&](Function *G) {
+    if (G && !G->isDeclaration() && Conservative.insert(G))
+      Work.push_back(G);
+  };
+  auto Visit = [&](Function &F) {
+    for (Instruction &I : instructions(F))
+      if (auto *CB = dyn_cast<CallBase>(&I)) {
+        if (CB->isInlineAsm())
+          continue;
+        if (Function *G = CB->getCalledFunction())
+          Add(G);
+        else
+          SawIndirect = true;
+      }
+  };
+  for (Function *F : Fases)
+    Visit(*F);
+  while (!Work.empty()) {
+    Function *G = Work.back();
+    Work.pop_back();
+    Visit(*G);
+  }
+  if (SawIndirect) // any address-taken function may be the callee
+    for (Function &G : M)
+      if (!G.isDeclaration() && G.hasAddressTaken() &&
+          !G.getName().startswith("__pmkit_")) {
+        if (Conservative.insert(&G)) {
+          Visit(G);
+        }
+      }
+  // A FASE reached through a call stays a FASE but logs every write.
+  NumConservative += Conservative.size();
+}
+
+bool ClobberInstrumenter::isNotPM(const Value *P) const {
+  SmallVector<const Value *, 4> Objs;
+  getUnderlyingObjects(P, Objs);
+  for (const Value *O : Objs) {
+    if (isa<AllocaInst>(O) || isa<GlobalVariable>(O) || BufParams.count(O))
+      continue;
+    if (auto *II = dyn_cast<IntrinsicInst>(O))
+      if (II->getIntrinsicID() == Intrinsic::threadlocal_address)
+        continue;
+    return false;
+  }
+  return !Objs.empty();
+}
+
+bool ClobberInstrumenter::isFresh(const Value *P) const {
+  SmallVector<const Value *, 4> Objs;
+  getUnderlyingObjects(P, Objs);
+  for (const Value *O : Objs)
+    if (!FreshObjs.count(O))
+      return false;
+  return !Objs.empty();
+}
+
+// Memory this function allocated: what PM allocators return, and what
+// pmkit_alloc/pmkit_zalloc store in their out argument (an alloca read back
+// with plain loads).
+void ClobberInstrumenter::findFresh(Function &F) {
+  FreshObjs.clear();
+  for (Instruction &I : instructions(F)) {
+    auto *CB = dyn_cast<CallBase>(&I);
+    Function *G = CB ? CB->getCalledFunction() : nullptr;
+    if (!G)
+      continue;
+    StringRef N = G->getName();
+    if (G->hasFnAttribute(pmkit::AttrPMAllocator) || N == "malloc" ||
+        N == "calloc") {
+      if (CB->getType()->isPointerTy())
+        FreshObjs.insert(CB);
+      continue;
+    }
+    if ((N != "pmkit_alloc" && N != "pmkit_zalloc") || CB->arg_size() < 3)
+      continue;
+    auto *Slot =
+        dyn_cast<AllocaInst>(CB->getArgOperand(2)->stripPointerCasts());
+    if (!Slot)
+      continue;
+    bool OnlyLoads = true;
+    SmallVector<LoadInst *, 4> Loads;
+    for (User *U : Slot->users()) {
+      if (auto *LI = dyn_cast<LoadInst>(U))
+        Loads.push_back(LI);
+      else if (auto *II = dyn_cast<IntrinsicInst>(U))
+        OnlyLoads &= II->isLifetimeStartOrEnd();
+      else if (auto *C = dyn_cast<CallBase>(U)) {
+        Function *H = C->getCalledFunction();
+        OnlyLoads &= H && (H->getName() == "pmkit_alloc" ||
+                           H->getName() == "pmkit_zalloc");
+      } else
+        OnlyLoads = false;
+    }
+    if (OnlyLoads)
+      for (LoadInst *LI : Loads)
+        FreshObjs.insert(LI);
+  }
+}
+
+// A call left in an analysed function: its reads and writes, or an error.
+bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
+                                       std::vector<Access> &Reads,
+                                       std::vector<Access> &Wr) {
+  Type *I64 = Type::getInt64Ty(Ctx);
+  if (auto *MI = dyn_cast<AnyMemIntrinsic>(&CB)) {
+    Value *Len = MI->getLength();
+    Access W{&CB, MemoryLocation::getForDest(MI)};
+    W.Size = Len;
+    Wr.push_back(W);
+    if (auto *MT = dyn_cast<AnyMemTransferInst>(MI))
+      Reads.push_back({&CB, MemoryLocation::getForSource(MT)});
+    return true;
+  }
+  if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
+    if (II->doesNotAccessMemory() || II->onlyAccessesInaccessibleMemory() ||
+        II->isAssumeLikeIntrinsic() || isa<DbgInfoIntrinsic>(II) ||
+        II->isLifetimeStartOrEnd())
+      return true;
+    if (II->onlyReadsMemory()) {
+      Access R{&CB, MemoryLocation()};
+      R.All = true;
+      Reads.push_back(R);
+      return true;
+    }
+    diag(&CB,
+         "intrinsic " + II->getCalledFunction()->getName() +
+             " writes memory in a FASE and cannot be logged",
+         true);
+    return false;
+  }
+  if (CB.isInlineAsm()) {
+    auto *IA = cast<InlineAsm>(CB.getCalledOperand());
+    pmkit::AsmEffect E = pmkit::asmEffect(IA->getAsmString());
+    StringRef T = StringRef(IA->getAsmString()).trim();
+    if (E.Flush || E.Fence || T.empty() || T.startswith("#"))
+      return true;
+    diag(&CB,
+         "inline asm in a FASE is assumed to read any memory and write "
+         "none",
+         false);
+    Access R{&CB, MemoryLocation()};
+    R.All = true;
+    Reads.push_back(R);
+    return true;
+  }
+  Function *G = CB.getCalledFunction();
+  if (!G || !G->isDeclaration()) {
+    // Conservative callee (it logs its own writes) or unknown target.
+    if (!G)
+      diag(&CB,
+           "indirect call in a FASE: every address-taken function is "
+           "instrumented conservatively",
+           false);
+    Access R{&CB, MemoryLocation()};
+    R.All = true;
+    Reads.push_back(R);
+    return true;
+  }
+  StringRef N = G->getName();
+  if (N.startswith("__pmkit_") || G->doesNotAccessMemory())
+    return true;
+  for (const KnownFn &K : Known) {
+    if (K.Name != N)
+      continue;
+    if (K.E == Effect::None)
+      return true;
+    if (K.E == Effect::Copy || K.E == Effect::Set) {
+      if (CB.arg_size() < 3)
+        break;
+      Value *Len = CB.getArgOperand(2);
+      Access W{&CB, MemoryLocation::getBeforeOrAfter(CB.getArgOperand(0))};
+      W.Size = Len->getType() == I64 ? Len : nullptr;
+      Wr.push_back(W);
+      if (K.E == Effect::Copy)
+        Reads.push_back(
+            {&CB, MemoryLocation::getBeforeOrAfter(CB.getArgOperand(1))});
+      return true;
+    }
+    for (Value *A : CB.args()) // ReadArgs
+      if (A->getType()->isPointerTy())
+        Reads.push_back({&CB, MemoryLocation::getBeforeOrAfter(A)});
+    return true;
+  }
+  if (Allowed.count(N) || G->onlyReadsMemory()) {
+    for (Value *A : CB.args())
+      if (A->getType()->isPointerTy())
+        Reads.push_back({&CB, MemoryLocation::getBeforeOrAfter(A)});
+    if (G->onlyReadsMemory() && !G->onlyAccessesArgMemory()) {
+      Access R{&CB, MemoryLocation()};
+      R.All = true;
+      Reads.push_back(R);
+    }
+    return true;
+  }
+  diag(&CB,
+       "FASE " + Owner.getName() + " calls external function '" + N +
+           "' with unknown side effects: re-execution after a crash would "
+           "repeat them. Make its source part of the build, or allow it "
+           "with -pmkit-clobber-allow=" +
+           N + " (pmkit cc --clobber-allow=" + N + ") if it writes no PM",
+       true);
+  return false;
+}
+
+// Parameters (0-based) of F declared as volatile buffers, with the length
+// parameter and whether it is scratch; false on a malformed declaration.
+static bool declaredBufs(Function &F,
+                         DenseMap<unsigned, std::pair<unsigned, bool>> &Bufs,
+                         std::string &Bad) {
+  StringRef Spec = F.getFnAttribute(pmkit::AttrFaseBufs).getValueAsString();
+  SmallVector<StringRef, 4> Items;
+  Spec.split(Items, ',', -1, false);
+  for (StringRef It : Items) {
+    SmallVector<StringRef, 3> Parts;
+    It.split(Parts, ':');
+    unsigned P = 0, N = 0;
+    if (Parts.size() != 3 || Parts[1].trim().getAsInteger(10, P) ||
+        Parts[2].trim().getAsInteger(10, N) || P == 0 || N == 0 ||
+        P > F.arg_size() || N > F.arg_size() ||
+        !F.getArg(P - 1)->getType()->isPointerTy() ||
+        !F.getArg(N - 1)->getType()->isIntegerTy()) {
+      Bad = It.str();
+      return false;
+    }
+    Bufs[P - 1] = {N - 1, Parts[0] == "scratch"};
+  }
+  return true;
+}
+
+bool ClobberInstrumenter::analyse(Function &F, bool Cons) {
+  Writes.clear();
+  findFresh(F);
+  BufParams.clear();
+  DenseMap<unsigned, std::pair<unsigned, bool>> Bufs;
+  std::string Bad;
+  if (!Cons && declaredBufs(F, Bufs, Bad))
+    for (auto &KV : Bufs)
+      BufParams.insert(F.getArg(KV.first));
+  std::vector<Access> Reads, Wr;
+  for (Instruction &I : instructions(F)) {
+    if (auto *LI = dyn_cast<LoadInst>(&I)) {
+      if (!isNotPM(LI->getPointerOperand()))
+        Reads.push_back({LI, MemoryLocation::get(LI)});
+    } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+      Access W{SI, MemoryLocation::get(SI)};
+      W.Size = ConstantInt::get(
+          Type::getInt64Ty(Ctx),
+          DL.getTypeStoreSize(SI->getValueOperand()->getType()));
+      Wr.push_back(W);
+    } else if (isa<AtomicRMWInst>(I) || isa<AtomicCmpXchgInst>(I)) {
+      MemoryLocation L = MemoryLocation::getOrNone(&I).value();
+      Access W{&I, L};
+      W.Size = ConstantInt::get(Type::getInt64Ty(Ctx),
+                                L.Size.hasValue() ? L.Size.getValue() : 8);
+      Wr.push_back(W);
+      Reads.push_back({&I, L});
+    } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+      classifyCall(*CB, F, Reads, Wr);
+    }
+  }
+
+  DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+  AAResults &AAR = FAM.getResult<AAManager>(F);
+  BatchAAResults AA(AAR);
+
+  // Block reachability (irreflexive; a block reaches itself through a cycle).
+  DenseMap<const BasicBlock *, unsigned> Idx;
+  std::vector<const BasicBlock *> Blocks;
+  for (BasicBlock &B : F) {
+    Idx[&B] = Blocks.size();
+    Blocks.push_back(&B);
+  }
+  std::vector<BitVector> Reach(Blocks.size(), BitVector(Blocks.size()));
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    for (size_t I = Blocks.size(); I-- > 0;) {
+      BitVector New = Reach[I];
+      for (const BasicBlock *S : successors(Blocks[I])) {
+        New.set(Idx[S]);
+        New |= Reach[Idx[S]];
+      }
+      if (New != Reach[I]) {
+        Reach[I] = std::move(New);
+        Changed = true;
+      }
+    }
+  }
+  auto Before = [&](const Instruction *A, const Instruction *B) {
+    unsigned IA = Idx[A->getParent()], IB = Idx[B->getParent()];
+    if (IA == IB && A != B && A->comesBefore(B))
+      return true;
+    return Reach[IA].test(IB);
+  };
+  auto Covers = [&](const Access &W, const MemoryLocation &L) {
+    if (!W.Loc.Ptr || !L.Ptr || !W.Loc.Size.isPrecise() ||
+        !L.Size.isPrecise() || W.Loc.Size.getValue() < L.Size.getValue())
+      return false;
+    return AA.alias(W.Loc, L) == AliasResult::MustAlias;
+  };
+  auto DominatedByWrite = [&](const Instruction *At, const MemoryLocation &L) {
+    for (const Access &W : Wr)
+      if (W.I != At && DT.dominates(W.I, At) && Covers(W, L))
+        return true;
+    return false;
+  };
+
+  // Input reads: not of memory the FASE allocated, not of a value the FASE
+  // wrote first on every path.
+  std::vector<const Access *> Inputs;
+  for (const Access &R : Reads) {
+    if (!R.All && (isFresh(R.Loc.Ptr) || DominatedByWrite(R.I, R.Loc)))
+      continue;
+    Inputs.push_back(&R);
+  }
+
+  for (Access &W : Wr) {
+    const Value *P = W.Loc.Ptr;
+    if (P && isNotPM(P)) {
+      Writes.push_back({W, Why::NotPM});
+      continue;
+    }
+    ++NumWrites;
+    if (P && isFresh(P)) {
+      ++NumFresh;
+      Writes.push_back({W, Why::Fresh});
+      continue;
+    }
+    if (SettingOpt == Setting::Undo) {
+      Writes.push_back({W, Why::Undo});
+      continue;
+    }
+    if (DominatedByWrite(W.I, W.Loc)) {
+      ++NumDominated;
+      Writes.push_back({W, Why::Dominated});
+      continue;
+    }
+    if (Cons) {
+      Writes.push_back({W, Why::Callee});
+      continue;
+    }
+    bool Clobber = false;
+    for (const Access *R : Inputs) {
+      bool Self = R->I == W.I;
+      if (Self && isa<MemCpyInst>(W.I))
+        continue; // source and destination of memcpy do not overlap
+      if (!Self && !Before(R->I, W.I))
+        continue;
+      if (R->All || AA.alias(R->Loc, W.Loc) != AliasResult::NoAlias) {
+        Clobber = true;
+        break;
+      }
+    }
+    if (!Clobber)
+      ++NumNoInput;
+    Writes.push_back({W, Clobber ? Why::Clobber : Why::NoInput});
+  }
+  return true;
+}
+
+// Logs before, write-backs after, crash points before: for every write of
+// the last analyse() that may reach PM.
+void ClobberInstrumenter::instrumentWrites(Function &F) {
+  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *I64 = Type::getInt64Ty(Ctx);
+  Type *Void = Type::getVoidTy(Ctx);
+  FunctionCallee Log = rtFn("__pmkit_clobber_log", Void, {Ptr, I64});
+  FunctionCallee Flush = rtFn("__pmkit_flush_range", Void, {Ptr, I64});
+  FunctionCallee Crash = rtFn("__pmkit_crash_point", Void, {});
+  GlobalVariable *Lo =
+      cast<GlobalVariable>(M.getOrInsertGlobal("__pmkit_pool_lo", I64));
+  GlobalVariable *Hi =
+      cast<GlobalVariable>(M.getOrInsertGlobal("__pmkit_pool_hi", I64));
+
+  if (ReportOpt)
+    errs() << DEBUG_TYPE ": " << F.getName() << '\n';
+  for (auto &[W, Why] : Writes) {
+    if (ReportOpt)
+      errs() << DEBUG_TYPE ":   " << pmkit::sourceLoc(W.I) << ": "
+             << W.I->getOpcodeName() << ": " << whyText(Why) << '\n';
+    if (Why == Why::NotPM)
+      continue;
+    if (W.I->isTerminator()) {
+      diag(W.I, "a write that may throw (invoke) cannot be logged", true);
+      continue;
+    }
+    Value *Addr = const_cast<Value *>(W.Loc.Ptr);
+    IRBuilder<> B(W.I);
+    Value *Size = W.Size ? B.CreateZExtOrTrunc(W.Size, I64) : nullptr;
+    if (!Size)
+      Size = B.CreateZExtOrTrunc(cast<CallBase>(W.I)->getArgOperand(2), I64);
+    if (CrashPointsOpt)
+      B.CreateCall(Crash);
+    if ((Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) &&
+        !SkipLogOpt) {
+      ++NumLogged;
+      B.CreateCall(Log, {Addr, Size});
+    }
+    if (DomainOpt == Domain::EADR)
+      continue;
+    // After the write: if the address is in the pools' box, write back.
+    Instruction *After = W.I->getNextNode();
+    IRBuilder<> A(After);
+    Value *AI = A.CreatePtrToInt(Addr, I64);
+    Value *In = A.CreateAnd(A.CreateICmpUGE(AI, A.CreateLoad(I64, Lo)),
+                            A.CreateICmpULT(AI, A.CreateLoad(I64, Hi)));
+    Instruction *Then = SplitBlockAndInsertIfThen(In, After, false);
+    IRBuilder<> T(Then);
+    T.CreateCall(Flush, {Addr, Size});
+    ++NumWriteBacks;
+  }
+}
+
+// Entry: if outermost, log the arguments and begin; exit before returns.
+void ClobberInstrumenter::instrumentFase(Function &F) {
+  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *I64 = Type::getInt64Ty(Ctx);
+  Type *I32 = Type::getInt32Ty(Ctx);
+  Type *Void = Type::getVoidTy(Ctx);
+  FunctionCallee Enter = rtFn("__pmkit_clobber_enter", I32, {I64});
+  FunctionCallee Arg = rtFn("__pmkit_clobber_arg", Void, {I64});
+  FunctionCallee ArgPtr = rtFn("__pmkit_clobber_arg_ptr", Void, {Ptr});
+  FunctionCallee ArgBuf =
+      rtFn("__pmkit_clobber_arg_buf", Void, {Ptr, I64, I32});
+  FunctionCallee Begin = rtFn("__pmkit_clobber_begin", Void, {});
+  FunctionCallee Exit = rtFn("__pmkit_clobber_exit", Void, {});
+
+  // Declared buffers: parameter (0-based) -> {length parameter, scratch}.
+  DenseMap<unsigned, std::pair<unsigned, bool>> Bufs;
+  std::string Bad;
+  if (!declaredBufs(F, Bufs, Bad)) {
+    Ctx.emitError("pmkit-clobber: FASE " + F.getName() +
+                  ": PMKIT_FASE_IN/SCRATCH(" + Bad +
+                  ") must name a pointer parameter and an integer "
+                  "parameter, counting from 1");
+    Failed = true;
+    return;
+  }
+
+  BasicBlock &Entry = F.getEntryBlock();
+  Instruction *At = &*Entry.getFirstInsertionPt();
+  while (isa<AllocaInst>(At))
+    At = At->getNextNode();
+  IRBuilder<> B(At);
+  Value *Outer = B.CreateICmpNE(
+      B.CreateCall(Enter, {ConstantInt::get(I64, fnv1a(F.getName()))}),
+      ConstantInt::get(I32, 0));
+  Instruction *Then = SplitBlockAndInsertIfThen(Outer, At, false);
+  IRBuilder<> R(Then);
+  for (Argument &A : F.args()) {
+    Type *T = A.getType();
+    unsigned No = A.getArgNo();
+    if (auto It = Bufs.find(No); It != Bufs.end()) {
+      R.CreateCall(ArgBuf,
+                   {&A, R.CreateZExtOrTrunc(F.getArg(It->second.first), I64),
+                    ConstantInt::get(I32, It->second.second)});
+    } else if (Type *ST = A.getParamStructRetType()) {
+      R.CreateCall(ArgBuf, {&A, ConstantInt::get(I64, DL.getTypeAllocSize(ST)),
+                            ConstantInt::get(I32, 1)});
+    } else if (Type *BT = A.getParamByValType()) {
+      R.CreateCall(ArgBuf, {&A, ConstantInt::get(I64, DL.getTypeAllocSize(BT)),
+                            ConstantInt::get(I32, 0)});
+    } else if (T->isPointerTy()) {
+      R.CreateCall(ArgPtr, {&A});
+    } else if (T->isIntegerTy() && T->getIntegerBitWidth() <= 64) {
+      R.CreateCall(Arg, {R.CreateZExt(&A, I64)});
+    } else if (T->isFloatTy() || T->isDoubleTy()) {
+      Value *Bits = R.CreateBitCast(
+          &A, IntegerType::get(Ctx, T->getPrimitiveSizeInBits()));
+      R.CreateCall(Arg, {R.CreateZExt(Bits, I64)});
+    } else {
+      std::string S;
+      raw_string_ostream OS(S);
+      T->print(OS);
+      Ctx.emitError("pmkit-clobber: FASE " + F.getName() + ": parameter " +
+                    Twine(No + 1) + " of type " + S +
+                    " cannot be logged for re-execution (pass it by "
+                    "pointer)");
+      Failed = true;
+      return;
+    }
+  }
+  R.CreateCall(Begin);
+
+  for (BasicBlock &BB : F)
+    if (isa<ReturnInst>(BB.getTerminator()) ||
+        isa<ResumeInst>(BB.getTerminator()))
+      IRBuilder<>(BB.getTerminator()).CreateCall(Exit);
+}
+
+// void replay(const uint64_t *args): decode each argument word, call F.
+Function *ClobberInstrumenter::makeReplay(Function &F) {
+  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *I64 = Type::getInt64Ty(Ctx);
+  auto *Ty = FunctionType::get(Type::getVoidTy(Ctx), {Ptr}, false);
+  Function *R = Function::Create(Ty, GlobalValue::InternalLinkage,
+                                 "__pmkit_clobber_replay." + F.getName(), M);
+  IRBuilder<> B(BasicBlock::Create(Ctx, "", R));
+  SmallVector<Value *, 8> Args;
+  for (Argument &A : F.args()) {
+    Value *W = B.CreateLoad(
+        I64, B.CreateConstGEP1_64(I64, R->getArg(0), A.getArgNo()));
+    Type *T = A.getType();
+    if (T->isPointerTy())
+      Args.push_back(B.CreateIntToPtr(W, T));
+    else if (T->isIntegerTy())
+      Args.push_back(B.CreateTrunc(W, T));
+    else
+      Args.push_back(B.CreateBitCast(
+          B.CreateTrunc(W, IntegerType::get(Ctx, T->getPrimitiveSizeInBits())),
+          T));
+  }
+  CallInst *C = B.CreateCall(F.getFunctionType(), &F, Args);
+  C->setAttributes(F.getAttributes());
+  C->setCallingConv(F.getCallingConv());
+  B.CreateRetVoid();
+  return R;
+}
+
+// Strict two-phase locking: a FASE must hold its locks to its end. An
+// unlock of a lock the FASE never took (it was taken before the FASE
+// began) lets another thread see writes a crash would re-execute.
+void ClobberInstrumenter::checkLocks(Function &F) {
+  AAResults &AA = FAM.getResult<AAManager>(F);
+  SmallVector<CallBase *, 8> Acquires, Releases;
+  for (Instruction &I : instructions(F))
+    if (auto *CB = dyn_cast<CallBase>(&I))
+      if (Function *G = CB->getCalledFunction(); G && CB->arg_size()) {
+        if (isLockAcquire(G->getName()))
+          Acquires.push_back(CB);
+        else if (isLockRelease(G->getName()))
+          Releases.push_back(CB);
+      }
+  for (CallBase *Rel : Releases) {
+    bool Taken = false;
+    for (CallBase *Acq : Acquires)
+      Taken |=
+          AA.alias(MemoryLocation::getBeforeOrAfter(Acq->getArgOperand(0)),
+                   MemoryLocation::getBeforeOrAfter(Rel->getArgOperand(0))) !=
+          AliasResult::NoAlias;
+    if (!Taken) {
+      ++NumLockWarnings;
+      diag(Rel,
+           "FASE " + F.getName() +
+               " releases a lock it did not take: FASEs must follow strict "
+               "two-phase locking (take locks inside the FASE, release "
+               "them after it returns)",
+           false);
+    }
+  }
+}
+
+void ClobberInstrumenter::emitTable() {
+  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *I64 = Type::getInt64Ty(Ctx);
+  Type *I32 = Type::getInt32Ty(Ctx);
+  StructType *EntTy = StructType::get(Ctx, {I64, Ptr, Ptr, I32, I32});
+  uint32_t Flags = (SettingOpt == Setting::Undo ? PMKIT_CLOBBER_UNDO : 0) |
+                   (DomainOpt == Domain::EADR ? PMKIT_CLOBBER_EADR : 0);
+  std::vector<Constant *> Ents;
+  IRBuilder<> NB(Ctx);
+  for (const TableEntry &E : Table) {
+    Constant *Name = ConstantDataArray::getString(Ctx, E.Fase->getName());
+    auto *NameGV = new GlobalVariable(M, Name->getType(), true,
+                                      GlobalValue::PrivateLinkage, Name,
+                                      "__pmkit_clobber_name");
+    Ents.push_back(ConstantStruct::get(
+        EntTy, {ConstantInt::get(I64, E.Id), NameGV, E.Replay,
+                ConstantInt::get(I32, E.Fase->arg_size()),
+                ConstantInt::get(I32, Flags)}));
+  }
+  auto *ArrTy = ArrayType::get(EntTy, Ents.size());
+  auto *TableGV = new GlobalVariable(
+      M, ArrTy, true, GlobalValue::InternalLinkage,
+      ConstantArray::get(ArrTy, Ents), "__pmkit_clobber_table");
+  Function *Ctor =
+      Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
+                       GlobalValue::InternalLinkage, "__pmkit_clobber_ctor", M);
+  IRBuilder<> B(BasicBlock::Create(Ctx, "", Ctor));
+  B.CreateCall(
+      rtFn("__pmkit_clobber_register", Type::getVoidTy(Ctx), {Ptr, I32}),
+      {TableGV, ConstantInt::get(I32, Ents.size())});
+  B.CreateRetVoid();
+  appendToGlobalCtors(M, Ctor, 65535);
+}
+
+bool ClobberInstrumenter::run() {
+  for (Function &F : M)
+    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase))
+      Fases.insert(&F);
+  if (Fases.empty())
+    return false;
+  for (Function *F : Fases) {
+    inlineCallees(*F);
+    FAM.invalidate(*F, PreservedAnalyses::none());
+  }
+  collectConservative();
+
+  // Analyse everything before changing anything.
+  std::vector<std::pair<Function *, std::vector<std::pair<Access, Why>>>> Plan;
+  for (Function *F : Fases) {
+    checkLocks(*F);
+    analyse(*F, Conservative.count(F));
+    Plan.push_back({F, Writes});
+  }
+  for (Function *G : Conservative)
+    if (!Fases.count(G)) {
+      analyse(*G, true);
+      Plan.push_back({G, Writes});
+    }
+  if (Failed)
+    return false;
+  for (auto &[F, W] : Plan) {
+    Writes = W;
+    instrumentWrites(*F);
+  }
+  for (Function *F : Fases) {
+    instrumentFase(*F);
+    if (Failed)
+      return true;
+    Table.push_back({fnv1a(F->getName()), F, makeReplay(*F)});
+    ++NumFase;
+  }
+  emitTable();
+  return true;
+}
+
+} // namespace
+
+PreservedAnalyses pmkit::ClobberPass::run(Module &M,
+                                          ModuleAnalysisManager &MAM) {
+  FunctionAnalysisManager &FAM =
+      MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+  if (!ClobberInstrumenter(M, FAM).run())
+    return PreservedAnalyses::all();
+  return PreservedAnalyses::none();
+}

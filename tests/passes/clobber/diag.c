@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bad input gets a diagnostic naming the source line, never a crash.
+//
+// A FASE calling an external function with unknown side effects is an
+// error; allowing it (it writes no PM) makes the build succeed.
+// RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DEXTERNAL -c %s \
+// RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=EXT
+// EXT: error: pmkit-clobber: {{.*}}diag.c:[[#EXT_LINE:]]: FASE with_external calls external function 'send_packet' with unknown side effects
+// RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DEXTERNAL \
+// RUN:   -mllvm -pmkit-clobber-allow=send_packet -c %s -o /dev/null
+//
+// Releasing a lock the FASE did not take breaks strict two-phase locking.
+// RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DLOCKS -c %s \
+// RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCK
+// LOCK: warning: {{.*}}diag.c:[[#LOCK_LINE:]]: FASE early_release releases a lock it did not take
+// LOCK-NOT: warning: {{.*}} FASE two_phase
+//
+// Malformed buffer declarations and parameters that cannot be logged.
+// RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DBADBUF -c %s \
+// RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=BUF
+// BUF: error: pmkit-clobber: FASE bad_buf: PMKIT_FASE_IN/SCRATCH(in:1:3) must name a pointer parameter and an integer parameter
+// RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DWIDE -c %s \
+// RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=WIDE
+// WIDE: error: pmkit-clobber: FASE wide: parameter 2 of type <4 x float> cannot be logged
+#include <pmkit/pmkit.h>
+#include <pthread.h>
+
+struct acct {
+  long bal;
+};
+
+#ifdef EXTERNAL
+int send_packet(const void *p, unsigned long n);
+PMKIT_FASE void with_external(struct acct *a) {
+  a->bal += 1;
+  send_packet(a, sizeof *a);
+}
+#endif
+
+#ifdef LOCKS
+pthread_mutex_t outer, inner;
+PMKIT_FASE void early_release(struct acct *a) {
+  a->bal += 1;
+  pthread_mutex_unlock(&outer);
+}
+PMKIT_FASE void two_phase(struct acct *a) {
+  pthread_mutex_lock(&inner);
+  a->bal += 1;
+  pthread_mutex_unlock(&inner);
+}
+#endif
+
+#ifdef BADBUF
+PMKIT_FASE PMKIT_FASE_IN(1, 3) void bad_buf(long n, struct acct *a, long m) {
+  a->bal = n + m;
+}
+#endif
+
+#ifdef WIDE
+typedef float v4sf __attribute__((vector_size(16)));
+PMKIT_FASE void wide(struct acct *a, v4sf v) { a->bal = (long)v[0]; }
+#endif
