@@ -12,7 +12,10 @@
  * flushes (the robust pass inserts its own), and since every operation is
  * one call of bench_workload->op from apply() in driver.c, a failure-atomic
  * mode (clobber, ssapp) wraps that call and the counter update in one
- * PMKIT_FASE function there, without touching the workloads.
+ * PMKIT_FASE function there, without touching the workloads: BENCH_CLOBBER
+ * (with BENCH_HAND_ADR or BENCH_HAND_EADR) does, for clobber mode's builds,
+ * where PM_UNDO is compiled out and the hand flushes inside operations are
+ * removed by the pass (those of the driver's own header stay).
  *
  * A workload defines a `struct bench_workload` and BENCH_WORKLOAD(it); the
  * driver (driver.c) parses the command line, creates or opens the pool,
@@ -81,7 +84,9 @@ extern PMEMobjpool *bench_pop;
  * same operation (a rolled-back operation only leaks it). At most
  * BENCH_UNDO_BYTES of log per operation. */
 #define BENCH_UNDO_BYTES (256u << 10)
-#if defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
+#if defined(BENCH_CLOBBER)
+#define PM_UNDO(p, n) ((void)(p), (void)(n))
+#elif defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
 void bench_undo(const void *p, size_t n);
 #define PM_UNDO(p, n) bench_undo((p), (n))
 #else

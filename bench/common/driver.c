@@ -20,7 +20,9 @@
 
 #include "bench.h"
 
-#if defined(BENCH_VOLATILE)
+#if defined(BENCH_VARIANT_NAME)
+#define VARIANT BENCH_VARIANT_NAME
+#elif defined(BENCH_VOLATILE)
 #define VARIANT "volatile"
 #elif defined(BENCH_HAND_ADR) && defined(BENCH_ROBUST)
 #define VARIANT "robust"
@@ -490,6 +492,34 @@ struct worker {
 static struct worker workers[MAX_THREADS];
 static const char *const kind_name[] = {"read", "update", "insert", "delete"};
 
+#ifdef BENCH_CLOBBER
+/* Clobber mode: the operation and its counter form one FASE; recovery
+ * re-executes it with these arguments (scratch: its length only). */
+PMKIT_FASE PMKIT_FASE_SCRATCH(7, 8) static int op_fase(
+    void *root, unsigned t, uint64_t kind, uint64_t key, uint64_t stamp,
+    uint64_t rnd, void *scratch, uint64_t scratch_len, uint64_t *done,
+    uint64_t next) {
+  (void)scratch_len;
+  struct bench_op op = {(int)kind, key, stamp, rnd};
+  cur.in_op = 1;
+  cur.t = t;
+  int err = bench_workload->op(root, t, &op, scratch);
+  if (!err)
+    *done = next;
+  return err;
+}
+
+/* Finish FASEs a crash interrupted (after attach: they take its locks). */
+static int clobber_recover(char *why, size_t wn) {
+  if (hdr->magic != HDR_MAGIC)
+    return 0; /* no operation runs before the set-up is complete */
+  if (pmkit_recover(pool) < 0)
+    return snprintf(why, wn, "recovery failed: %s", pmkit_errormsg()), -1;
+  op_end(); /* the re-executed operations' deferred frees and unlocks */
+  return 0;
+}
+#endif
+
 /* One operation, failure-atomic under pmdk; *done = next once durable. */
 static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
                  uint64_t next, void *scratch) {
@@ -526,6 +556,12 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
 #elif defined(BENCH_VOLATILE)
   if (!(err = bench_workload->op(root, t, &op, scratch)))
     *done = next;
+#elif defined(BENCH_CLOBBER)
+  err = op_fase(root, t, (uint64_t)op.kind, op.key, op.stamp, op.rnd, scratch,
+                cfg.value_size, done, next);
+  if (err) /* a FASE cannot be rolled back: its partial work is committed */
+    die("thread %u: an operation failed inside a FASE", t);
+  op_end();
 #else
   err = bench_workload->op(root, t, &op, scratch);
   struct undo_log *l = hdr->slot[t].undo;
@@ -860,8 +896,15 @@ static int cmd_check(const char *path) {
   if (!c.stamp || !c.present)
     die("out of memory");
   int rc = 0;
+#ifdef BENCH_CLOBBER
+  /* Recovery first: it re-executes operations, which need the locks. */
+  if (bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+    rc = bench_fail(&c, "cannot attach the workload's volatile state");
+  if (!rc && clobber_recover(c.why, sizeof c.why))
+    rc = -1;
+#endif
 #ifndef BENCH_PMDK
-  if (pmkit_pool_check(pool))
+  if (!rc && pmkit_pool_check(pool))
     rc = bench_fail(&c, "pool metadata: %s", pmkit_errormsg());
 #endif
   if (!rc && bench_workload->attach && bench_workload->attach(WROOT(hdr)))
@@ -1028,6 +1071,10 @@ int main(int argc, char **argv) {
   hdr_setup(fresh);
   if (bench_workload->attach && bench_workload->attach(WROOT(hdr)))
     die("attach failed");
+#ifdef BENCH_CLOBBER
+  if (clobber_recover(why, sizeof why))
+    die("%s", why);
+#endif
   if (fresh) {
     int err;
 #ifdef BENCH_PMDK
@@ -1065,13 +1112,23 @@ int main(int argc, char **argv) {
   }
   double t0 = now(), t1;
   uint64_t n0 = 0, n1;
+  pmkit_clobber_stats c0 = {0}, c1 = {0};
+#ifdef BENCH_CLOBBER
+  pmkit_clobber_stats_get(&c0);
+#endif
   atomic_store_explicit(&start_flag, 1, memory_order_release);
   if (!opt.ops) {
     sleep_s(opt.warmup);
     n0 = total_ops();
+#ifdef BENCH_CLOBBER
+    pmkit_clobber_stats_get(&c0);
+#endif
     t0 = now();
     sleep_s(opt.seconds);
     n1 = total_ops();
+#ifdef BENCH_CLOBBER
+    pmkit_clobber_stats_get(&c1);
+#endif
     t1 = now();
     atomic_store(&stop_flag, 1);
   }
@@ -1084,6 +1141,9 @@ int main(int argc, char **argv) {
   if (opt.ops) {
     t1 = now();
     n1 = total_ops();
+#ifdef BENCH_CLOBBER
+    pmkit_clobber_stats_get(&c1);
+#endif
   }
   pool_teardown();
   if (remove_after)
@@ -1091,12 +1151,25 @@ int main(int argc, char **argv) {
   if (failed)
     return 1;
   double secs = t1 - t0;
+  /* Clobber mode's log per operation (FASEs counted over the same window;
+   * ratios, so the window's edges do not matter). */
+  char logs[256] = "";
+  double nf = c1.fases > c0.fases ? (double)(c1.fases - c0.fases) : 0;
+  if (nf > 0)
+    snprintf(logs, sizeof logs,
+             ", \"log_entries_per_op\": %.3f, \"log_bytes_per_op\": %.1f, "
+             "\"vlog_bytes_per_op\": %.1f, \"fences_per_op\": %.3f",
+             (double)(c1.entries - c0.entries) / nf,
+             (double)(c1.log_bytes - c0.log_bytes) / nf,
+             (double)(c1.vlog_bytes - c0.vlog_bytes) / nf,
+             (double)(c1.fences - c0.fences) / nf);
   printf("{\"benchmark\": \"%s\", \"variant\": \"%s\", \"threads\": %u, "
          "\"keys\": %" PRIu64 ", \"value_size\": %zu, \"read_pct\": %u, "
          "\"seed\": %" PRIu64 ", \"ops\": %" PRIu64 ", \"seconds\": %.6f, "
-         "\"ops_per_sec\": %.1f, \"load_seconds\": %.3f, \"tracing\": %d}\n",
+         "\"ops_per_sec\": %.1f, \"load_seconds\": %.3f, \"tracing\": %d%s}\n",
          bench_workload->name, VARIANT, cfg.threads, cfg.keys, cfg.value_size,
          cfg.read_pct, cfg.seed, n1 - n0, secs,
-         secs > 0 ? (double)(n1 - n0) / secs : 0.0, load_s, pmkit_tracing());
+         secs > 0 ? (double)(n1 - n0) / secs : 0.0, load_s, pmkit_tracing(),
+         logs);
   return 0;
 }

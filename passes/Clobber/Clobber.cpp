@@ -67,6 +67,7 @@ STATISTIC(NumDominated, "Writes not logged: dominated by a covering write");
 STATISTIC(NumNoInput, "Writes not logged: no input read may precede them");
 STATISTIC(NumWriteBacks, "Write-backs inserted (ADR)");
 STATISTIC(NumLockWarnings, "Two-phase locking warnings");
+STATISTIC(NumStripped, "Flushes and fences of the program removed from FASEs");
 
 namespace {
 
@@ -281,7 +282,8 @@ void ClobberInstrumenter::inlineCallees(Function &F) {
       if (auto *CB = dyn_cast<CallBase>(&I))
         if (Function *Callee = CB->getCalledFunction())
           if (!Callee->isDeclaration() && Callee != &F &&
-              !Callee->isIntrinsic())
+              !Callee->isIntrinsic() && !Callee->isVarArg() &&
+              !Callee->doesNotReturn())
             Calls.push_back(CB);
     for (CallBase *CB : Calls) {
       Function *Callee = CB->getCalledFunction();
@@ -298,6 +300,34 @@ void ClobberInstrumenter::inlineCallees(Function &F) {
   }
 }
 
+// The program's own flushes and fences inside a FASE (pmkit_flush,
+// pmkit_fence, pmkit_persist, or clwb/clflush/sfence as inline asm) are
+// redundant: the mode writes back what the FASE wrote and fences at commit.
+static unsigned stripPersistOps(Function &F) {
+  SmallVector<CallBase *, 8> Dead;
+  for (Instruction &I : instructions(F)) {
+    auto *CB = dyn_cast<CallBase>(&I);
+    if (!CB || !CB->use_empty())
+      continue;
+    if (CB->isInlineAsm()) {
+      pmkit::AsmEffect E = pmkit::asmEffect(
+          cast<InlineAsm>(CB->getCalledOperand())->getAsmString());
+      // mfence and locked instructions also order loads: they stay.
+      if ((E.Flush || E.Fence == pmkit::FenceSfence) && !isa<InvokeInst>(CB))
+        Dead.push_back(CB);
+      continue;
+    }
+    Function *G = CB->getCalledFunction();
+    if (G && !isa<InvokeInst>(CB) &&
+        (G->getName() == "pmkit_flush" || G->getName() == "pmkit_fence" ||
+         G->getName() == "pmkit_persist"))
+      Dead.push_back(CB);
+  }
+  for (CallBase *CB : Dead)
+    CB->eraseFromParent();
+  return Dead.size();
+}
+
 // Functions a FASE still calls (and all they may call) log every write:
 // their writes can clobber any input the FASE read before the call.
 void ClobberInstrumenter::collectConservative() {
@@ -311,9 +341,10 @@ void ClobberInstrumenter::collectConservative() {
       if (auto *CB = dyn_cast<CallBase>(&I)) {
         if (CB->isInlineAsm())
           continue;
-        if (Function *G = CB->getCalledFunction())
-          Add(G);
-        else
+        if (Function *G = CB->getCalledFunction()) {
+          if (!G->doesNotReturn()) // ends the process (see classifyCall)
+            Add(G);
+        } else
           SawIndirect = true;
       }
   };
@@ -417,6 +448,10 @@ bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
     return true;
   }
   if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
+    Intrinsic::ID ID = II->getIntrinsicID();
+    if (ID == Intrinsic::vastart || ID == Intrinsic::vaend ||
+        ID == Intrinsic::vacopy) // the function's own va_list
+      return true;
     if (II->doesNotAccessMemory() || II->onlyAccessesInaccessibleMemory() ||
         II->isAssumeLikeIntrinsic() || isa<DbgInfoIntrinsic>(II) ||
         II->isLifetimeStartOrEnd())
@@ -449,6 +484,10 @@ bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
     return true;
   }
   Function *G = CB.getCalledFunction();
+  // A call that does not return ends the FASE with the process (exit,
+  // abort, a fatal-error helper): nothing after it is re-executed twice.
+  if (G && G->doesNotReturn())
+    return true;
   if (!G || !G->isDeclaration()) {
     // Conservative callee (it logs its own writes) or unknown target.
     if (!G)
@@ -625,13 +664,15 @@ bool ClobberInstrumenter::analyse(Function &F, bool Cons) {
       continue;
     }
     ++NumWrites;
+    // The undo baseline logs every PM write, as undo-logging systems that
+    // instrument stores do (fresh memory included).
+    if (SettingOpt == Setting::Undo) {
+      Writes.push_back({W, Why::Undo});
+      continue;
+    }
     if (P && isFresh(P)) {
       ++NumFresh;
       Writes.push_back({W, Why::Fresh});
-      continue;
-    }
-    if (SettingOpt == Setting::Undo) {
-      Writes.push_back({W, Why::Undo});
       continue;
     }
     if (DominatedByWrite(W.I, W.Loc)) {
@@ -896,6 +937,7 @@ bool ClobberInstrumenter::run() {
     return false;
   for (Function *F : Fases) {
     inlineCallees(*F);
+    NumStripped += stripPersistOps(*F);
     FAM.invalidate(*F, PreservedAnalyses::none());
   }
   collectConservative();

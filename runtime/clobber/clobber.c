@@ -15,8 +15,10 @@
  *
  * ADR: the vlog is flushed before the section becomes ACTIVE; an entry is
  * flushed and fenced before the clobber write it protects; the FASE's own
- * writes are written back by the pass and fenced once, at commit. eADR: the
- * same order with the flushes gone. Entry points: __pmkit_clobber_enter,
+ * writes are written back by the pass and fenced once, at commit. eADR
+ * (modules built with -pmkit-clobber-domain=eadr): the same order with the
+ * log's flushes and fences gone; the core's own follow PMKIT_DOMAIN. Entry
+ * points: __pmkit_clobber_enter,
  * __pmkit_clobber_log, __pmkit_clobber_exit, pmk_clobber_recover_slot.
  */
 #include <stdio.h>
@@ -233,7 +235,8 @@ static uint64_t write_vlog(pmkit_pool *p) {
       at += n;
     }
   }
-  pmkit_flush(v, at);
+  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR))
+    pmkit_flush(v, at);
   return at;
 }
 
@@ -303,8 +306,10 @@ void __pmkit_clobber_log(const void *addr, uint64_t size) {
   e->size = (uint32_t)size;
   memcpy(bytes, addr, size);
   e->check = check_of(cur.seq, e, bytes);
-  pmkit_flush(e, n);
-  pmk_fence(); /* the entry persists before the write it protects */
+  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR)) {
+    pmkit_flush(e, n);
+    pmk_fence(); /* the entry persists before the write it protects */
+  }
   cur.used += n;
   unsigned s = pmkit_ctx_id(cur.ctx);
   atomic_fetch_add_explicit(&stats[s].entries, 1, memory_order_relaxed);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The clobber analysis, one case per function: which writes of a FASE are
 // logged (clobber writes) and why the others are not. The undo setting
-// logs every write to PM but what the FASE allocated.
+// logs every write to PM, to memory the FASE allocated as well.
 //
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-clobber-report \
 // RUN:   -c %s -o /dev/null 2>&1 | %FileCheck %s
@@ -67,9 +67,11 @@ PMKIT_FASE void loop(struct rec *r, int n) {
 
 // Memory the FASE allocated is never an input.
 // CHECK-LABEL: pmkit-clobber: fresh
-// CHECK: analysis.c:[[#@LINE+7]]: store: not logged: memory this FASE
-// CHECK: analysis.c:[[#@LINE+7]]: store: not logged: memory this FASE
-// CHECK: analysis.c:[[#@LINE+7]]: store: logged: clobbers an input read
+// CHECK: analysis.c:[[#@LINE+9]]: store: not logged: memory this FASE
+// CHECK: analysis.c:[[#@LINE+9]]: store: not logged: memory this FASE
+// CHECK: analysis.c:[[#@LINE+9]]: store: logged: clobbers an input read
+// UNDO-LABEL: pmkit-clobber: fresh
+// UNDO: analysis.c:[[#@LINE+5]]: store: logged: undo setting
 PMKIT_FASE void fresh(struct rec *r) {
   struct rec *n;
   if (pmkit_zalloc(pool, sizeof *n, (void **)&n))
