@@ -94,9 +94,11 @@ static struct {
   char pad[8];
 } stats[PMKIT_MAX_THREADS] __attribute__((aligned(64)));
 
+/* Filled by constructors; an entry is written before `n` admits it, so
+ * lookups (every outermost FASE call) read it without the lock. */
 static struct {
   pthread_mutex_t lock;
-  uint32_t n;
+  _Atomic uint32_t n;
   const struct __pmkit_clobber_fase *fase[MAX_FASES];
 } table = {PTHREAD_MUTEX_INITIALIZER, 0, {0}};
 
@@ -126,19 +128,18 @@ void __pmkit_clobber_register(const struct __pmkit_clobber_fase *t,
               MAX_FASES);
       abort();
     }
-    table.fase[table.n++] = &t[i];
+    table.fase[table.n] = &t[i];
+    atomic_store_explicit(&table.n, table.n + 1, memory_order_release);
   }
   pthread_mutex_unlock(&table.lock);
 }
 
 static const struct __pmkit_clobber_fase *lookup(uint64_t id) {
-  const struct __pmkit_clobber_fase *f = NULL;
-  pthread_mutex_lock(&table.lock);
-  for (uint32_t i = 0; i < table.n && !f; i++)
+  uint32_t n = atomic_load_explicit(&table.n, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
     if (table.fase[i]->id == id)
-      f = table.fase[i];
-  pthread_mutex_unlock(&table.lock);
-  return f;
+      return table.fase[i];
+  return NULL;
 }
 
 int __pmkit_clobber_enter(uint64_t id) {
