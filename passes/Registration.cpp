@@ -163,7 +163,7 @@ void registerCallbacks(PassBuilder &PB) {
           MPM.addPass(ModeUnavailablePass(Selected.Name));
           return;
         }
-        MPM.addPass(pmkit::AnnotationsPass());
+        MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
         Selected.AddPasses(MPM, Level);
       });
   // Tracing sees the code as it will run: after every mode's transforms and

@@ -263,6 +263,23 @@ typedef struct pmkit_clobber_stats {
 } pmkit_clobber_stats;
 int pmkit_clobber_stats_get(pmkit_clobber_stats *out);
 
+/* The clobber-mode FASE a crash left in flight in context slot `slot` of
+ * `pool`, looked at before pmkit_recover handles it: a checker can then
+ * confirm that recovery completes exactly the calls that had begun.
+ * Arguments are as recovery passes them (pool pointers as addresses), with
+ * declared volatile buffers as NULL; under the undo setting there is no
+ * vlog and nargs is 0. Returns 1 and fills *out if a FASE is in flight
+ * there, 0 if none, or a negative PMKIT_E_*. */
+typedef struct pmkit_clobber_inflight {
+  uint64_t id;      /* the FASE's id                                      */
+  const char *name; /* its name, or NULL if this program does not have it */
+  int undo;         /* the undo setting: recovery rolls the call back     */
+  unsigned nargs;
+  uint64_t args[32];
+} pmkit_clobber_inflight;
+int pmkit_clobber_inflight_get(pmkit_pool *pool, unsigned slot,
+                               pmkit_clobber_inflight *out);
+
 /* ---- PM-resident locks ----------------------------------------------------
  * Place these in the pool. Zero-initialised memory is an unlocked lock. A
  * lock held when a run crashed is free in the next run: its generation no

@@ -17,8 +17,10 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ModRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
@@ -42,6 +44,12 @@ static cl::opt<bool> Report(
     "pmkit-annotations-report", cl::Hidden, cl::init(false),
     cl::desc("Print 'pmkit-annotations: <function> <kind>' to stderr for "
              "each function carrying a pmkit annotation"));
+
+static cl::opt<bool> KeepFaseArgsOpt(
+    "pmkit-annotations-keep-fase-args", cl::init(false),
+    cl::desc("Anchor each FASE's parameters with a call of " +
+             pmkit::FaseKeepFn.str() +
+             " at its entry (clobber mode does at pipeline start)"));
 
 namespace {
 
@@ -170,9 +178,48 @@ void AnnotationReader::printReport() {
 
 } // namespace
 
+// Adds the anchor call to each FASE with a body and parameters that lacks
+// one; returns true if any was added.
+static bool keepFaseArgs(Module &M) {
+  bool Changed = false;
+  for (Function &F : M) {
+    if (F.isDeclaration() || F.arg_empty() ||
+        !F.hasFnAttribute(pmkit::AttrFase))
+      continue;
+    BasicBlock &Entry = F.getEntryBlock();
+    bool Has = false;
+    for (Instruction &I : Entry)
+      if (auto *CB = dyn_cast<CallBase>(&I))
+        if (Function *G = CB->getCalledFunction())
+          Has |= G->getName() == pmkit::FaseKeepFn;
+    if (Has)
+      continue;
+    LLVMContext &Ctx = M.getContext();
+    FunctionCallee Keep = M.getOrInsertFunction(
+        pmkit::FaseKeepFn, FunctionType::get(Type::getVoidTy(Ctx), true));
+    if (auto *G = dyn_cast<Function>(Keep.getCallee())) {
+      G->setDoesNotThrow();
+      G->addFnAttr(Attribute::WillReturn);
+      G->setMemoryEffects(MemoryEffects::inaccessibleMemOnly());
+    }
+    SmallVector<Value *, 8> Args;
+    for (Argument &A : F.args())
+      Args.push_back(&A);
+    IRBuilder<> B(&*Entry.getFirstInsertionPt());
+    B.CreateCall(Keep, Args);
+    Changed = true;
+  }
+  return Changed;
+}
+
 PreservedAnalyses pmkit::AnnotationsPass::run(Module &M,
                                               ModuleAnalysisManager &) {
-  if (!AnnotationReader(M).run())
+  bool Changed = AnnotationReader(M).run();
+  if (KeepFaseArgs || KeepFaseArgsOpt) {
+    if (keepFaseArgs(M))
+      return PreservedAnalyses::none();
+  }
+  if (!Changed)
     return PreservedAnalyses::all();
   // A string attribute changes no instruction and no CFG.
   PreservedAnalyses PA;

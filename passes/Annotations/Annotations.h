@@ -26,17 +26,33 @@ inline constexpr llvm::StringLiteral AttrRobustIgnore = "pmkit.robust_ignore";
 // "scratch:P:N" items, comma-separated (parameter P, 1-based, points to the
 // number of bytes held by parameter N), from PMKIT_FASE_IN/_SCRATCH.
 inline constexpr llvm::StringLiteral AttrFaseBufs = "pmkit.fase_bufs";
+// Clobber mode's anchor: a call at a FASE's entry that takes every
+// parameter, so that interprocedural optimisation (IPSCCP, dead-argument
+// elimination) cannot replace what a caller passes with poison before the
+// clobber pass records the arguments. It accesses no memory the program
+// can see; the clobber pass removes it.
+inline constexpr llvm::StringLiteral FaseKeepFn = "__pmkit_fase_keep";
 
 class AnnotationsPass : public llvm::PassInfoMixin<AnnotationsPass> {
 public:
   // The -passes= name; also this pass's DEBUG_TYPE and option prefix.
   static constexpr llvm::StringLiteral PassName = "pmkit-annotations";
 
+  // KeepFaseArgs: also anchor each FASE's parameters (FaseKeepFn); clobber
+  // mode asks for it at pipeline start, as does the option
+  // -pmkit-annotations-keep-fase-args (for builds that optimise each file
+  // before a whole-program clobber pass).
+  explicit AnnotationsPass(bool KeepFaseArgs = false)
+      : KeepFaseArgs(KeepFaseArgs) {}
+
   llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &);
 
   // Mode passes depend on the attributes, so this must run even at -O0 and
   // on optnone functions.
   static bool isRequired() { return true; }
+
+private:
+  bool KeepFaseArgs;
 };
 
 } // namespace pmkit

@@ -231,6 +231,7 @@ private:
   void instrumentFase(Function &F);
   Function *makeReplay(Function &F);
   void checkLocks(Function &F);
+  void checkCallers(Function &F);
   void emitTable();
   void diag(const Instruction *I, const Twine &Msg, bool Error);
 
@@ -929,12 +930,52 @@ void ClobberInstrumenter::emitTable() {
   appendToGlobalCtors(M, Ctor, 65535);
 }
 
+// A caller that passes an undefined value where the runtime needs one (a
+// pointer it classifies, a buffer's length): what optimisation does to a
+// parameter the FASE itself never reads, unless the parameters were
+// anchored before the optimizer ran (AnnotationsPass's KeepFaseArgs).
+void ClobberInstrumenter::checkCallers(Function &F) {
+  DenseMap<unsigned, std::pair<unsigned, bool>> Bufs;
+  std::string Bad;
+  declaredBufs(F, Bufs, Bad); // a malformed list is reported at entry
+  SmallVector<unsigned, 4> Needed;
+  for (Argument &A : F.args())
+    if (A.getType()->isPointerTy())
+      Needed.push_back(A.getArgNo());
+  for (auto &[P, LenAndKind] : Bufs)
+    Needed.push_back(LenAndKind.first);
+  for (User *U : F.users()) {
+    auto *CB = dyn_cast<CallBase>(U);
+    if (!CB || CB->getCalledOperand() != &F)
+      continue;
+    for (unsigned No : Needed)
+      if (No < CB->arg_size() && isa<UndefValue>(CB->getArgOperand(No)))
+        diag(CB,
+             "argument " + Twine(No + 1) + " of FASE " + F.getName() +
+                 " was optimised away (the FASE never reads it) but "
+                 "recovery needs it: compile with clobber mode from the "
+                 "start (pmkit cc --mode=clobber), or run pmkit-annotations "
+                 "with -pmkit-annotations-keep-fase-args before optimising",
+             true);
+  }
+}
+
 bool ClobberInstrumenter::run() {
+  // The anchors have done their work: the optimizer ran.
+  bool Stripped = false;
+  if (Function *Keep = M.getFunction(pmkit::FaseKeepFn)) {
+    for (User *U : make_early_inc_range(Keep->users()))
+      if (auto *CB = dyn_cast<CallBase>(U))
+        CB->eraseFromParent();
+    if (Keep->use_empty())
+      Keep->eraseFromParent();
+    Stripped = true;
+  }
   for (Function &F : M)
     if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase))
       Fases.insert(&F);
   if (Fases.empty())
-    return false;
+    return Stripped;
   for (Function *F : Fases) {
     inlineCallees(*F);
     NumStripped += stripPersistOps(*F);
@@ -945,6 +986,7 @@ bool ClobberInstrumenter::run() {
   // Analyse everything before changing anything.
   std::vector<std::pair<Function *, std::vector<std::pair<Access, Why>>>> Plan;
   for (Function *F : Fases) {
+    checkCallers(*F);
     checkLocks(*F);
     analyse(*F, Conservative.count(F));
     Plan.push_back({F, Writes});

@@ -31,6 +31,8 @@
 #define LOG_BYTES (1u << 20)
 #define VLOG_BYTES 4096u
 #define MAX_ARGS 32u
+_Static_assert(sizeof(((pmkit_clobber_inflight *)0)->args) == MAX_ARGS * 8,
+               "pmkit_clobber_inflight holds every argument");
 #define MAX_FASES 1024u
 #define OWNER_MAGIC 0x424f4c43u /* "CLOB" in ext word 1 (low half) */
 
@@ -396,7 +398,8 @@ static int roll_back(pmkit_pool *p, struct log_blk *l, unsigned slot) {
 }
 
 /* Decode the vlog into argument words; buffers become fresh DRAM copies
- * (the FASE may write them; the vlog must survive a crash of recovery). */
+ * (the FASE may write them; the vlog must survive a crash of recovery), or
+ * 0 without `bufs` (a look, not a re-execution). */
 static int decode_args(pmkit_pool *p, struct log_blk *l, uint64_t *args,
                        void **bufs, unsigned *nbufs) {
   const unsigned char *v = (const unsigned char *)l->vlog;
@@ -428,6 +431,11 @@ static int decode_args(pmkit_pool *p, struct log_blk *l, uint64_t *args,
       uint64_t n = (w + 7) & ~(uint64_t)7;
       if (kind == ARG_IN && at + n > l->h.vlog_len)
         return pmk_err(PMKIT_E_CORRUPT, "clobber vlog is truncated");
+      if (!bufs) {
+        args[i] = 0;
+        at += kind == ARG_IN ? n : 0;
+        break;
+      }
       void *b = calloc(1, w ? w : 1);
       if (!b)
         return pmk_err(PMKIT_E_NOMEM, "no memory for a FASE argument");
@@ -447,26 +455,66 @@ static int decode_args(pmkit_pool *p, struct log_blk *l, uint64_t *args,
   return 0;
 }
 
-int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
-  pmkit_ctx *c;
+/* Adopt slot `id` if a section of this runtime is in flight there; its
+ * log and setting. 0 if not (nothing adopted). */
+static int adopt_inflight(pmkit_pool *p, unsigned id, pmkit_ctx **c,
+                          struct log_blk **l, uint32_t *kind) {
   pmkit_ctx_state st;
   if (pmkit_ctx_peek(p, id, &st) || st != PMKIT_CTX_ACTIVE)
     return 0;
-  if (pmkit_ctx_adopt(p, id, &c))
+  if (pmkit_ctx_adopt(p, id, c))
     return 0; /* held by a thread of this run: not ours to recover */
-  uint64_t *ext = pmkit_ctx_ext(c);
-  uint32_t kind = (uint32_t)(ext[EXT_KIND] >> 32);
+  uint64_t *ext = pmkit_ctx_ext(*c);
+  *kind = (uint32_t)(ext[EXT_KIND] >> 32);
   if ((uint32_t)ext[EXT_KIND] != OWNER_MAGIC || !ext[EXT_LOG] ||
       ext[EXT_LOG] + sizeof(struct log_blk) > p->size ||
-      (kind != KIND_CLOBBER && kind != KIND_UNDO)) {
-    pmkit_ctx_release(c);
+      (*kind != KIND_CLOBBER && *kind != KIND_UNDO)) {
+    pmkit_ctx_release(*c);
     return 0; /* another runtime's section */
   }
-  struct log_blk *l = pmk_at(p, ext[EXT_LOG]);
+  *l = pmk_at(p, ext[EXT_LOG]);
+  return 1;
+}
+
+int pmkit_clobber_inflight_get(pmkit_pool *p, unsigned id,
+                               pmkit_clobber_inflight *out) {
+  if (!p || !out || id >= PMKIT_MAX_THREADS)
+    return pmk_err(PMKIT_E_INVAL, "pmkit_clobber_inflight_get: bad argument");
+  pmkit_ctx *c;
+  struct log_blk *l;
+  uint32_t kind;
+  memset(out, 0, sizeof *out);
+  if (!adopt_inflight(p, id, &c, &l, &kind))
+    return 0;
+  out->id = pmkit_fase_tag(c);
+  const struct __pmkit_clobber_fase *f = lookup(out->id);
+  out->name = f ? f->name : NULL;
+  out->undo = kind == KIND_UNDO;
+  int r = 1;
+  if (kind == KIND_CLOBBER) {
+    unsigned nbufs;
+    r = decode_args(p, l, out->args, NULL, &nbufs);
+    out->nargs = (unsigned)l->h.nargs;
+    r = r ? r : 1;
+  }
+  pmkit_ctx_release(c);
+  return r;
+}
+
+int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
+  pmkit_ctx *c;
+  struct log_blk *l;
+  uint32_t kind;
+  if (!adopt_inflight(p, id, &c, &l, &kind))
+    return 0;
   int r = roll_back(p, l, id);
   if (r)
     goto out;
-  if (kind == KIND_UNDO) { /* the classic baseline: the FASE never ran */
+  /* PMKIT_CLOBBER_RECOVER=rollback: recovery that forgets to re-execute,
+   * for showing that a checker notices a FASE that began and never ended. */
+  const char *how = getenv("PMKIT_CLOBBER_RECOVER");
+  if (kind == KIND_UNDO || (how && !strcmp(how, "rollback"))) {
+    /* the classic baseline: the FASE never ran */
     r = pmkit_fase_abort(c);
     r = r ? r : 1;
     goto out;

@@ -22,6 +22,22 @@
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DWIDE -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=WIDE
 // WIDE: error: pmkit-clobber: FASE wide: parameter 2 of type <4 x float> cannot be logged
+//
+// A buffer length the FASE never reads is still what its caller passed:
+// clobber mode anchors the parameters before the optimizer runs ...
+// RUN: %clang_pm -O2 -mllvm -pmkit-mode=clobber -DUNUSED -S -emit-llvm %s \
+// RUN:   -o - | %FileCheck %s --check-prefix=KEEP
+// KEEP-LABEL: define {{.*}} @caller(
+// KEEP-NOT: poison
+// KEEP: call void @fill(ptr {{.*}}, ptr {{.*}}, i64 noundef 64)
+// KEEP-LABEL: define internal void @fill(
+// KEEP: call void @__pmkit_clobber_arg_buf(ptr %1, i64 %2, i32 1)
+// KEEP-NOT: __pmkit_fase_keep
+// ... and a file optimised without the anchors is refused, not miscompiled.
+// RUN: %clang_pm -O2 -g -DUNUSED -c -emit-llvm %s -o %t.bc
+// RUN: %not %opt -passes=pmkit-clobber -disable-output %t.bc 2>&1 \
+// RUN:   | %FileCheck %s --check-prefix=LOST
+// LOST: error: pmkit-clobber: {{.*}}diag.c:[[#@LINE+49]]: argument 3 of FASE fill was optimised away
 #include <pmkit/pmkit.h>
 #include <pthread.h>
 
@@ -59,4 +75,17 @@ PMKIT_FASE PMKIT_FASE_IN(1, 3) void bad_buf(long n, struct acct *a, long m) {
 #ifdef WIDE
 typedef float v4sf __attribute__((vector_size(16)));
 PMKIT_FASE void wide(struct acct *a, v4sf v) { a->bal = (long)v[0]; }
+#endif
+
+#ifdef UNUSED
+PMKIT_FASE PMKIT_FASE_SCRATCH(2, 3) static void fill(struct acct *a, char *buf,
+                                                     unsigned long n) {
+  (void)n;
+  buf[0] = 1;
+  a->bal = buf[0];
+}
+void caller(struct acct *a) {
+  char buf[64];
+  fill(a, buf, sizeof buf);
+}
 #endif
