@@ -10,6 +10,13 @@ promises crash consistency.
 - robust mode: the hand-adr source with its flushes compiled out, built with robust mode (base,
   opt and flit settings), must explore clean with --robustness; built without it, it must fail
   (the oracle bites).
+- clobber mode (lock-based and transactional workloads: one FASE per operation), settings
+  clobber and undo: eADR kills as above; a crash at each crash point (PMKIT_CRASH_AT) of a
+  short run, every one with --full and 40 spread over the run otherwise, each checked (recovery
+  must complete the operation that had begun) and resumed; a crash during that recovery at
+  every fourth point that interrupted a FASE; and under x86 (ADR) the clobber-adr-traced
+  build must explore clean while the same build without its logs must not. The checker must
+  reject a recovery that rolls back without re-executing (PMKIT_CLOBBER_RECOVER=rollback).
 - Every checker must also catch a corrupted pool: with the operation counter of the run rewound
   (the replay then expects older values), and for workloads that store bench_make_value values
   (workload.json: not a set, "values" not false) with one byte of a stored value flipped.
@@ -26,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -184,6 +192,84 @@ def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
     pool.unlink()
 
 
+CRASH_EXIT = 86  # PMKIT_CRASH_EXIT
+RECOVERED = re.compile(r"re-executed (\d+) interrupted FASE\(s\), rolled back (\d+)")
+
+
+def crash_run(cmd: list[str], at: int, what: str):
+    """Run cmd, ended by an emulated power failure at crash point `at`."""
+    r = run(cmd, env={"PMKIT_CRASH_AT": str(at)})
+    if r.returncode != CRASH_EXIT:
+        raise Failure(f"{what}: exit {r.returncode}, not the crash's: {r.stderr.strip()}")
+
+
+def crash_points(
+    b: Path, work: Path, args: list[str], count: int | None, rng: random.Random, tag: str,
+    reexecutes: bool,
+) -> str:  # fmt: skip
+    """Crash points of a short one-thread run under eADR (clobber mode's builds; `reexecutes`:
+    the clobber setting, whose recovery completes the interrupted FASE, not the undo setting,
+    whose recovery rolls it back); `count` points spread over the run, or all of them;
+    returns a summary. See the module's docstring."""
+    pool = work / f"points-{tag.replace('/', '-')}.pool"
+    report = work / "points.count"
+    cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
+    pool.unlink(missing_ok=True)
+    r = run(cmd, env={"PMKIT_CRASH_REPORT": str(report)})
+    if r.returncode:
+        raise Failure(f"{tag}: the short run failed: {r.stderr.strip()}")
+    total = int(report.read_text())
+    if count is None or total <= count:
+        points = list(range(1, total + 1))
+    else:  # spread evenly, from a seeded offset
+        step = total / count
+        off = rng.random() * step
+        points = sorted({1 + int(off + i * step) for i in range(count)})
+    inflight = during = 0
+    rollback_caught = False
+    for n in points:
+        what = f"{tag}: crash at point {n} of {total}"
+        pool.unlink(missing_ok=True)
+        crash_run(cmd, n, what)
+        crashed = pool.read_bytes()
+        said = check(b, pool, True, what)
+        m = RECOVERED.search(said)
+        if not m and "had not finished" not in said:  # before the set-up: no FASE ran
+            raise Failure(f"{what}: --check did not say what recovery did: {said}")
+        if m and int(m.group(1 if reexecutes else 2)):
+            inflight += 1
+            if reexecutes and not rollback_caught:  # the checker bites: a begun FASE left undone
+                pool.write_bytes(crashed)
+                r = run([str(b), "--check", str(pool)], env={"PMKIT_CLOBBER_RECOVER": "rollback"})
+                if r.returncode != 1:
+                    raise Failure(f"{what}: --check accepted a recovery that only rolled "
+                                  f"back (exit {r.returncode}): {r.stdout.strip()}")  # fmt: skip
+                rollback_caught = True
+            if inflight % 4 == 1:  # and a crash during its recovery
+                pool.write_bytes(crashed)
+                r = run([str(b), "--check", str(pool)],
+                        env={"PMKIT_CRASH_REPORT": str(report)})  # fmt: skip
+                in_check = int(report.read_text())
+                pool.write_bytes(crashed)
+                at = 1 + rng.randrange(in_check)
+                crash_run([str(b), "--check", str(pool)], at,
+                          f"{what}, then at point {at} of {in_check} of its recovery")  # fmt: skip
+                check(b, pool, True, f"{what}, then at point {at} of its recovery")
+                during += 1
+        r = run(cmd)
+        if r.returncode:
+            raise Failure(f"{what}: resuming failed: {r.stderr.strip()}")
+        check(b, pool, True, what + ", resumed")
+    pool.unlink(missing_ok=True)
+    if not inflight:
+        raise Failure(f"{tag}: no crash point fell inside a FASE: nothing tested")
+    if reexecutes and not rollback_caught:
+        raise Failure(f"{tag}: the roll-back-only recovery was never checked")
+    return (f"{len(points)} of {total} crash points recovered ({inflight} inside a FASE, "
+            f"{during} also during recovery)"
+            + (", roll-back-only recovery rejected" if reexecutes else ""))  # fmt: skip
+
+
 def explore(
     build: Path, name: str, work: Path, args: list[str], budget: int, tag: str,
     traced: str = "hand-adr-traced", checker: str = "hand-adr", robustness: bool = False,
@@ -209,6 +295,42 @@ def explore(
     images = next((ln.strip() for ln in lines if "images:" in ln), "")
     robust = next((ln.split("(")[0].strip() for ln in lines if ln.startswith("robustness:")), "")
     return f"{images}; {robust}" if robustness else images
+
+
+def clobber_tests(args, name: str, meta: dict, work: Path, trials: int, rng: random.Random,
+                  explore_args: list[str]) -> int:  # fmt: skip
+    """Clobber mode's crash tests of one workload; returns the number of failures."""
+    failures = 0
+    # Quick: the kills and most crash points on the clobber setting, a few points on undo.
+    for variant, kills, count in (("clobber-eadr", True, 16), ("undo-eadr", args.full, 6)):
+        tag = f"{name}/{variant}"
+        b = binary(args.build_dir, name, variant)
+        try:
+            said = ""
+            if kills:
+                long_run = ["--keys", str(meta["crash_keys"]),
+                            "--ops", str(meta["crash_ops"] * 30)]  # fmt: skip
+                landed = kill_trials(b, work, long_run, trials, rng, tag)
+                said = f"{landed} of {trials} kills landed mid-run and recovered; "
+            said += crash_points(b, work, explore_args, None if args.full else count, rng, tag,
+                                 variant.startswith("clobber"))  # fmt: skip
+            print(f"ok   {tag}: {said}")
+        except Failure as e:
+            failures += 1
+            print(f"FAIL {e}")
+    for traced, expect in (("clobber-adr-traced", 0), ("clobber-adr-nolog-traced", 1)):
+        tag = f"{name}/{traced}"
+        if expect and "idempotent" in meta:  # no log needed: the oracle cannot bite here
+            print(f"skip {tag}: {meta['idempotent']}")
+            continue
+        try:
+            s = explore(args.build_dir, name, work, explore_args, 3000 if args.full else 2000,
+                        tag, traced, "clobber-adr", expect=expect)  # fmt: skip
+            print(f"ok   {tag}: explored under x86, exit {expect}: {s}")
+        except Failure as e:
+            failures += 1
+            print(f"FAIL {e}")
+    return failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             except Failure as e:
                 failures += 1
                 print(f"FAIL {e}")
+            if meta["suite"] in ("ds", "tx"):  # clobber mode's builds (bench/common)
+                failures += clobber_tests(args, name, meta, work, trials, rng, explore_args)
             # Robust mode's oracle: the flush-free source with robust mode is robust in
             # every setting, and without it is not.
             for traced, expect in (

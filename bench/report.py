@@ -951,9 +951,142 @@ def section_robust_analysis(doc: dict, out: Output) -> list[str]:
     ]
 
 
+# Clobber mode's target: its throughput over pmdk's, geomean over the workloads (per domain and
+# thread count); and the paper's reported gains (Clobber-NVM, ASPLOS'21).
+CLOBBER_TARGET = 1.5
+DOMAIN_NAMES = {"adr": "ADR", "eadr": "eADR"}
+CLOBBER_PAPER = ("up to 41.5x fewer log bytes and 2-6.7x fewer fences than undo logging, up to "
+                 "2.7x the throughput of PMDK")  # fmt: skip
+
+
+def suite_run_median(doc: dict, workload: str, threads: int, variant: str, key: str):
+    """Median over repetitions of one field of the runs' results (None if absent)."""
+    xs = [r["result"][key] for r in doc["runs"]
+          if (r["workload"], r["threads"], r["variant"]) == (workload, threads, variant)
+          and key in r["result"]]  # fmt: skip
+    return statistics.median(xs) if xs else None
+
+
+def section_clobber(doc: dict, out: Output) -> list[str]:
+    """Clobber mode: throughput against pmdk, undo and hand per domain; log bytes and fences
+    per operation against the undo setting."""
+    p = doc["parameters"]
+    names = suite_workloads(doc)
+    domains = [d for d in ("adr", "eadr") if f"clobber-{d}" in p["variants"]]
+    rows, geo, counts, below = [], {}, [], {"log bytes": [], "fences": []}
+    for n in names:
+        for t in p["threads"]:
+            row = [n, str(t)]
+            for v in ("pmdk", *(f"{k}-{d}" for d in domains for k in ("hand", "undo", "clobber"))):
+                m = suite_median(doc, n, t, v)
+                row.append(f"{m['median'] / 1e6:.3g}" if m else "-")
+            for d in domains:
+                r = suite_ratio(doc, n, t, f"clobber-{d}", "pmdk")
+                row.append(fmt_ratio(r))
+                if r:
+                    geo.setdefault((d, t), []).append(math.log(r))
+            rows.append(row)
+            # Log and fences per operation: the same in every repetition up to the mix of
+            # operations; ADR (under eADR there are no fences to count).
+            c = {v: (suite_run_median(doc, n, t, f"{v}-adr", "log_bytes_per_op"),
+                     suite_run_median(doc, n, t, f"{v}-adr", "fences_per_op"),
+                     suite_run_median(doc, n, t, f"{v}-adr", "vlog_bytes_per_op"))
+                 for v in ("clobber", "undo")}  # fmt: skip
+            if None in c["clobber"] or None in c["undo"]:
+                continue
+            (cl, cf, cv), (ul, uf, _) = c["clobber"], c["undo"]
+            below["log bytes"].append(cl < ul)
+            below["fences"].append(cf < uf)
+            counts.append([
+                n, str(t), f"{cl:.1f}", f"{ul:.1f}", fmt_ratio(ul / cl) if cl else "∞",
+                f"{cv:.0f}", f"{cf:.2f}", f"{uf:.2f}", fmt_ratio(uf / cf) if cf else "∞",
+            ])  # fmt: skip
+    gm = {k: math.exp(statistics.mean(xs)) for k, xs in geo.items()}
+    for t in p["threads"]:
+        rows.append(["**geomean**", str(t)] + [""] * (1 + 3 * len(domains)) + [
+            f"**{fmt_ratio(gm[(d, t)])}**" if (d, t) in gm else "-" for d in domains
+        ])  # fmt: skip
+    verdicts = [
+        f"- {DOMAIN_NAMES[d]}, {t} thread{'s' if t > 1 else ''}: clobber / pmdk geomean "
+        f"{fmt_ratio(gm[(d, t)])} against a target of {CLOBBER_TARGET:g}×: "
+        f"**{'met' if gm[(d, t)] >= CLOBBER_TARGET else 'missed'}**"
+        for d in domains for t in p["threads"] if (d, t) in gm
+    ]  # fmt: skip
+    for what, oks in below.items():
+        if oks:
+            verdicts.append(
+                f"- {what} per operation strictly below the undo setting's: "
+                f"{sum(oks)} of {len(oks)} workload and thread-count pairs: "
+                f"**{'met' if all(oks) else 'missed'}**"
+            )
+    figs = []
+    for t in p["threads"]:
+        fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
+        series = [
+            (f"{k} {DOMAIN_NAMES[d]}", f"{k}-{d}") for d in domains for k in ("clobber", "undo")
+        ]
+        width = 0.8 / max(1, len(series))
+        for i, (label, v) in enumerate(series):
+            ys = [suite_ratio(doc, n, t, v, "pmdk") or math.nan for n in names]
+            xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
+            ax.bar(xs, ys, width, label=label)
+        ax.set_yscale("log")
+        figs.append(finish_grouped_bars(
+            fig, ax, names, "throughput / pmdk (log scale)",
+            f"Clobber mode and undo logging against PMDK, {t} thread{'s' if t > 1 else ''}",
+            out.figures / f"clobber-vs-pmdk-{t}t.png",
+        ))  # fmt: skip
+    heads = ["pmdk", *(f"{k}-{d}" for d in domains for k in ("hand", "undo", "clobber"))]
+    return [
+        "## clobber: clobber mode against PMDK and undo logging",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        f"- Scale: {p['scale']} (sizes from each workload's workload.json)",
+        "",
+        "Median throughput in Mops/s, then clobber's throughput over pmdk's in each domain "
+        "(the median of the ratios measured in the same repetition). pmdk is the same build "
+        "in both domains (libpmemobj's own flushes; the pool is in /dev/shm).",
+        "",
+        *table(
+            ["workload", "threads", *heads, *(f"clobber-{d} / pmdk" for d in domains)],
+            rows,
+            "ll" + "r" * (len(heads) + len(domains)),
+        ),  # fmt: skip
+        "",
+        "Per operation under ADR, clobber against the undo setting (medians over the "
+        "repetitions): bytes of log entries (headers included), undo's bytes over clobber's, "
+        "clobber's vlog bytes (the arguments, written at every call; undo has none), fences "
+        "between begin and commit, undo's over clobber's.",
+        "",
+        *table(
+            [
+                "workload",
+                "threads",
+                "clobber log B",
+                "undo log B",
+                "undo / clobber",
+                "clobber vlog B",
+                "clobber fences",
+                "undo fences",
+                "undo / clobber",
+            ],
+            counts,
+            "llrrrrrrr",
+        ),  # fmt: skip
+        "",
+        f"The paper reports {CLOBBER_PAPER}. pmkit's targets:",
+        "",
+        *verdicts,
+        "",
+        *(f"![clobber]({out.link(f)})" for f in figs),
+    ]
+
+
 # Results files named <name>-<date>-<commit>.json (bench/suite.py --name): only the newest of
 # each is reported.
-DATED = ("suite", "robust")
+DATED = ("suite", "robust", "clobber")
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
@@ -963,6 +1096,7 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "suite": section_suite,
     "robust": section_robust,
     "robust-analysis": section_robust_analysis,
+    "clobber": section_clobber,
 }
 
 

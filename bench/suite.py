@@ -36,8 +36,11 @@ import run as harness  # noqa: E402  (bench/run.py: machine, commit, run_once, b
 BENCH = Path(__file__).resolve().parent
 VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
 # Modes measured against the baselines, on request (--variants): robust = robust mode's
-# default setting on the hand-adr source with its flushes compiled out.
-MODE_VARIANTS = ["robust", "robust-opt", "robust-flit"]
+# default setting on the hand-adr source with its flushes compiled out; clobber and undo =
+# clobber mode's settings (lock-based and transactional workloads: --suite ds,tx), each built
+# for ADR and for eADR.
+MODE_VARIANTS = ["robust", "robust-opt", "robust-flit",
+                 "clobber-adr", "clobber-eadr", "undo-adr", "undo-eadr"]  # fmt: skip
 # What a results file is about, by --name: the baselines, or one mode against its baseline.
 DESCRIPTIONS = {
     "suite": "Median throughput of every workload of bench/suite.json in each variant "
@@ -46,6 +49,10 @@ DESCRIPTIONS = {
     "robust": "Robust mode (flushes and fences inserted by the compiler, setting base, "
     "whole-program analysis) against the hand-placed flushes of hand-adr, on every workload "
     "of bench/suite.json.",
+    "clobber": "Clobber mode (each operation one failure-atomic function: clobber logging and "
+    "re-execution) against PMDK transactions, undo logging of every write (the undo setting) "
+    "and the hand-written variants, for ADR and eADR, on the lock-based and transactional "
+    "workloads of bench/suite.json.",
 }
 
 
@@ -60,10 +67,13 @@ def int_list(text: str) -> list[int]:
 
 
 def workloads(suite: str, only: str | None) -> list[tuple[str, str]]:
+    """The workloads of `suite`: all, one group of suite.json, or several (ds,tx)."""
     suites = json.loads((BENCH / "suite.json").read_text())["suites"]
-    if suite != "all" and suite not in suites:
-        raise harness.HarnessError(f"unknown suite {suite} (choose from all, {', '.join(suites)})")
-    out = [(s, n) for s, names in suites.items() if suite in ("all", s) for n in names]
+    wanted = list(suites) if suite == "all" else suite.split(",")
+    for w in wanted:
+        if w not in suites:
+            raise harness.HarnessError(f"unknown suite {w} (choose from all, {', '.join(suites)})")
+    out = [(s, n) for s, names in suites.items() if s in wanted for n in names]
     if only:
         out = [(s, n) for s, n in out if n == only]
         if not out:

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 5u
+#define PMKIT_ABI_VERSION 6u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -101,8 +101,10 @@ void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n);
  *     __pmkit_clobber_arg*(...) per parameter, in order;
  *     __pmkit_clobber_begin();
  *   }
- *   body: __pmkit_clobber_log(p, n) before each clobber write to [p, p+n),
- *         __pmkit_flush_range after each write to PM (ADR builds);
+ *   body: __pmkit_clobber_log(p, n) before each clobber write to [p, p+n)
+ *         (a run of them in one block, all before its first write: _batch
+ *         for all but the last), __pmkit_clobber_wb after each write to PM
+ *         (ADR builds);
  *   __pmkit_clobber_exit();                // at every return
  * A nested FASE is part of the outer one. Recovery calls `replay` of the
  * table entry whose id the interrupted section carries, with the logged
@@ -136,6 +138,12 @@ void __pmkit_clobber_begin(void);
 /* Save the size bytes at addr (if in the FASE's pool) before a clobber
  * write; durable before it returns (ADR). A no-op outside a FASE. */
 void __pmkit_clobber_log(const void *addr, uint64_t size);
+/* The same, left to the next __pmkit_clobber_log's fence (ABI 6). */
+void __pmkit_clobber_log_batch(const void *addr, uint64_t size);
+/* A write to [addr, addr+size) in the FASE's pool: its lines are written
+ * back at commit, each once, before the commit's fence (outside a FASE:
+ * at once, as __pmkit_flush_range). ABI 6. */
+void __pmkit_clobber_wb(const void *addr, uint64_t size);
 /* Leave a FASE: the outermost commits (fence, then one ordered store). */
 void __pmkit_clobber_exit(void);
 
@@ -155,6 +163,8 @@ enum {
  *   3  __pmkit_flush_range for the pmkit-robust pass.
  *   4  __pmkit_flit_counters for the pmkit-robust pass's flit setting.
  *   5  __pmkit_clobber_* calls and the FASE table of the pmkit-clobber pass.
+ *   6  __pmkit_clobber_log_batch (log entries sharing one fence) and
+ *      __pmkit_clobber_wb (write-backs deferred to commit).
  */
 
 #ifdef __cplusplus

@@ -47,7 +47,7 @@ const char *pmkit_strerror(int err);
 
 /* ---- pools --------------------------------------------------------------- */
 
-#define PMKIT_LAYOUT_VERSION 1u
+#define PMKIT_LAYOUT_VERSION 2u
 #define PMKIT_POOL_MIN_SIZE (2u << 20) /* 2 MiB */
 #define PMKIT_LAYOUT_MAX 48            /* bytes of a layout name, with NUL */
 

@@ -49,6 +49,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,7 @@ STATISTIC(NumFresh, "Writes not logged: memory the FASE allocated");
 STATISTIC(NumDominated, "Writes not logged: dominated by a covering write");
 STATISTIC(NumNoInput, "Writes not logged: no input read may precede them");
 STATISTIC(NumWriteBacks, "Write-backs inserted (ADR)");
+STATISTIC(NumBatched, "Log calls moved up to share the fence of a batch");
 STATISTIC(NumLockWarnings, "Two-phase locking warnings");
 STATISTIC(NumStripped, "Flushes and fences of the program removed from FASEs");
 
@@ -706,12 +708,95 @@ bool ClobberInstrumenter::analyse(Function &F, bool Cons) {
 
 // Logs before, write-backs after, crash points before: for every write of
 // the last analyse() that may reach PM.
+// The bytes a write writes, as an i64 before `At`.
+static Value *writeSize(IRBuilder<> &B, const Access &W, Type *I64) {
+  Value *S = W.Size ? W.Size : cast<CallBase>(W.I)->getArgOperand(2);
+  return B.CreateZExtOrTrunc(S, I64);
+}
+
+// Runs of logged writes in one block with no call between them whose
+// addresses and sizes are known at the first: their log calls all go before
+// the first write and share one fence. Logging a later write's bytes early
+// saves a value at least as old as the one its own position would see, which
+// recovery restores just as well. Maps each run's first write to the run.
+static DenseMap<Instruction *, SmallVector<const Access *, 4>>
+batchLogs(Function &F, const std::vector<std::pair<Access, Why>> &Writes,
+          DominatorTree &DT) {
+  DenseMap<Instruction *, const Access *> Logged;
+  for (const auto &[W, Why] : Writes)
+    if ((Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) &&
+        !W.I->isTerminator())
+      Logged[W.I] = &W;
+  DenseMap<Instruction *, SmallVector<const Access *, 4>> Runs;
+  // V is available at At, or is an address computation (no side effects)
+  // of values that are, which can move there.
+  std::function<bool(Value *, Instruction *, unsigned)> Known =
+      [&](Value *V, Instruction *At, unsigned Depth) {
+        auto *I = dyn_cast<Instruction>(V);
+        if (!I || DT.dominates(I, At))
+          return true;
+        if (Depth == 0 || I->getParent() != At->getParent() ||
+            !(isa<GetElementPtrInst>(I) || isa<CastInst>(I) ||
+              isa<BinaryOperator>(I)) ||
+            I->mayHaveSideEffects() || I->mayReadFromMemory())
+          return false;
+        for (Value *Op : I->operands())
+          if (!Known(Op, At, Depth - 1))
+            return false;
+        return true;
+      };
+  // Moves what Known accepted to before At, operands first.
+  std::function<void(Value *, Instruction *)> Hoist = [&](Value *V,
+                                                          Instruction *At) {
+    auto *I = dyn_cast<Instruction>(V);
+    if (!I || DT.dominates(I, At))
+      return;
+    for (Value *Op : I->operands())
+      Hoist(Op, At);
+    I->moveBefore(At);
+  };
+  for (BasicBlock &BB : F) {
+    Instruction *First = nullptr;
+    for (Instruction &I : BB) {
+      if (auto It = Logged.find(&I); It != Logged.end()) {
+        const Access *W = It->second;
+        Value *Size =
+            W->Size ? W->Size : cast<CallBase>(W->I)->getArgOperand(2);
+        Value *Addr = const_cast<Value *>(W->Loc.Ptr);
+        if (First && Known(Addr, First, 3) && Known(Size, First, 3)) {
+          Hoist(Addr, First);
+          Hoist(Size, First);
+          Runs[First].push_back(W);
+          continue;
+        }
+        First = &I;
+        Runs[First].push_back(W);
+        continue;
+      }
+      if (auto *CB = dyn_cast<CallBase>(&I))
+        if (!isa<DbgInfoIntrinsic>(CB) && !CB->isLifetimeStartOrEnd())
+          First = nullptr; // a call may read or write anything logged
+    }
+  }
+  return Runs;
+}
+
 void ClobberInstrumenter::instrumentWrites(Function &F) {
   Type *Ptr = PointerType::getUnqual(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx);
   Type *Void = Type::getVoidTy(Ctx);
   FunctionCallee Log = rtFn("__pmkit_clobber_log", Void, {Ptr, I64});
-  FunctionCallee Flush = rtFn("__pmkit_flush_range", Void, {Ptr, I64});
+  FunctionCallee LogBatch = rtFn("__pmkit_clobber_log_batch", Void, {Ptr, I64});
+  DenseMap<Instruction *, SmallVector<const Access *, 4>> Runs;
+  DenseSet<Instruction *> Moved; // logged by their run's first write
+  if (!SkipLogOpt) {
+    Runs = batchLogs(F, Writes, FAM.getResult<DominatorTreeAnalysis>(F));
+    for (auto &[First, Run] : Runs)
+      for (const Access *W : Run)
+        if (W->I != First)
+          Moved.insert(W->I);
+  }
+  FunctionCallee Flush = rtFn("__pmkit_clobber_wb", Void, {Ptr, I64});
   FunctionCallee Crash = rtFn("__pmkit_crash_point", Void, {});
   GlobalVariable *Lo =
       cast<GlobalVariable>(M.getOrInsertGlobal("__pmkit_pool_lo", I64));
@@ -740,7 +825,16 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
     if ((Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) &&
         !SkipLogOpt) {
       ++NumLogged;
-      B.CreateCall(Log, {Addr, Size});
+      if (auto It = Runs.find(W.I); It != Runs.end()) {
+        const auto &Run = It->second;
+        for (size_t K = 0; K < Run.size(); K++)
+          B.CreateCall(K + 1 < Run.size() ? LogBatch : Log,
+                       {const_cast<Value *>(Run[K]->Loc.Ptr),
+                        writeSize(B, *Run[K], I64)});
+        NumBatched += Run.size() - 1;
+      } else if (!Moved.count(W.I)) {
+        B.CreateCall(Log, {Addr, Size});
+      }
     }
     if (DomainOpt == Domain::EADR)
       continue;

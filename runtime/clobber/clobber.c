@@ -5,22 +5,26 @@
  * per-thread persistent log they fill, and pmkit_recover's part for them.
  *
  * A thread's log is one block of the pool, allocated on its first FASE and
- * found through its context slot (extension words PMKIT_EXT_CLOBBER..+3).
- * It holds the vlog (the FASE's id and its arguments: values, pool offsets,
- * copies of declared volatile buffers) and the clobber entries (address,
- * size, old bytes), each guarded by a check word over its contents and the
- * log's sequence number, so a torn entry, or one left by an earlier FASE,
- * is never rolled back. The section itself (IDLE -> ACTIVE -> IDLE, the
- * allocation journal) is the core's pmkit_fase_begin/commit/replay.
+ * found through its context slot (extension words PMKIT_EXT_CLOBBER..+3:
+ * the block, the setting, the log's sequence number and the vlog's size,
+ * all in the slot's first line, which the core writes back at begin). The
+ * block holds the vlog (the FASE's arguments: values, pool offsets, copies
+ * of declared volatile buffers; only its changed lines are written back)
+ * and the clobber entries (address, size, old bytes), each guarded by a
+ * check word over its contents and the log's sequence number, so a torn
+ * entry, or one left by an earlier FASE, is never rolled back. The section
+ * itself (IDLE -> ACTIVE -> IDLE, the allocation journal) is the core's
+ * pmkit_fase_begin/commit/replay.
  *
  * ADR: the vlog is flushed before the section becomes ACTIVE; an entry is
  * flushed and fenced before the clobber write it protects; the FASE's own
  * writes are written back by the pass and fenced once, at commit. eADR
  * (modules built with -pmkit-clobber-domain=eadr): the same order with the
- * log's flushes and fences gone; the core's own follow PMKIT_DOMAIN. Entry
- * points: __pmkit_clobber_enter,
+ * flushes and fences gone, the core's too (such a module sets the domain).
+ * Entry points: __pmkit_clobber_enter,
  * __pmkit_clobber_log, __pmkit_clobber_exit, pmk_clobber_recover_slot.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,28 +38,34 @@
 _Static_assert(sizeof(((pmkit_clobber_inflight *)0)->args) == MAX_ARGS * 8,
                "pmkit_clobber_inflight holds every argument");
 #define MAX_FASES 1024u
-#define OWNER_MAGIC 0x424f4c43u /* "CLOB" in ext word 1 (low half) */
+#define OWNER_MAGIC 0x424f4c43u
+#define WB_MAX                                                                 \
+  256u /* lines a FASE's body wrote, kept for its commit */ /* "CLOB" in ext   \
+                                                               word 1 (low     \
+                                                               half) */
 
 /* Extension words of a context slot owned by this runtime. */
 enum {
   EXT_LOG = PMKIT_EXT_CLOBBER, /* pool offset of the thread's log block   */
   EXT_KIND,                    /* OWNER_MAGIC | setting << 32              */
+  EXT_SEQ,  /* entries are valid only under this number                 */
+  EXT_ARGS, /* arguments | vlog bytes << 8 | begin's check << 24         */
 };
+#define ARGS_N(w) ((w)&0xff)
+#define ARGS_BYTES(w) ((w) >> 8 & 0xffff)
 enum { KIND_CLOBBER = 1, KIND_UNDO = 2 };
+_Static_assert(offsetof(struct pmk_ctx_pm, ext) + 8 * (EXT_ARGS + 1) <= 64,
+               "the words begin sets share the slot's first line");
 
-/* vlog record kinds (one word: kind | length << 8, then the payload). */
+/* vlog: argument kinds (4 bits each) in the first two words, then a word
+ * per argument (value, pool offset, or a buffer's length), then the bytes
+ * of PMKIT_FASE_IN buffers in argument order, each padded to 8. */
 enum { ARG_VAL = 1, ARG_PM, ARG_NULL, ARG_IN, ARG_SCRATCH };
+#define KIND_WORDS 2u
 
-struct log_hdr {
-  uint64_t seq;      /* entries are valid only under this number        */
-  uint64_t nargs;    /* vlog records                                    */
-  uint64_t vlog_len; /* bytes of vlog                                   */
-  uint64_t pad[5];
-};
 struct log_blk {
-  struct log_hdr h;
   uint64_t vlog[VLOG_BYTES / 8];
-  unsigned char ents[LOG_BYTES - sizeof(struct log_hdr) - VLOG_BYTES];
+  unsigned char ents[LOG_BYTES - VLOG_BYTES];
 };
 _Static_assert(sizeof(struct log_blk) == LOG_BYTES, "log block layout");
 
@@ -85,16 +95,31 @@ static __thread struct {
   pmkit_ctx *ctx;
   struct log_blk *log;
   uint64_t used; /* bytes of entries appended                         */
+  int unfenced;  /* entries appended by _batch, not yet fenced          */
+  unsigned nwb;  /* lines the body wrote, written back at commit        */
+  uintptr_t *wb; /* WB_MAX of them (malloc: the TLS block stays small)   */
   uint64_t seq;
   uint64_t fences0; /* pmk_sfences at the start of the section        */
+  /* The vlog as this thread last wrote it, under log number shadow_seq:
+   * compared against instead of the persistent copy, whose lines the
+   * last write-back may have evicted from the cache. */
+  uint64_t *shadow;
+  const struct log_blk *shadow_log;
+  uint64_t shadow_seq;
 } cur;
 
-/* Per-slot counters (a line each), summed by pmkit_clobber_stats. */
+/* Per-slot counters (a line each), summed by pmkit_clobber_stats. Only the
+ * thread holding the slot writes them: no locked instructions. */
 static struct {
   _Atomic uint64_t fases, entries, log_bytes, vlog_bytes, fences, replays,
       rollbacks;
   char pad[8];
 } stats[PMKIT_MAX_THREADS] __attribute__((aligned(64)));
+
+static inline void bump(_Atomic uint64_t *c, uint64_t n) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                        memory_order_relaxed);
+}
 
 /* Filled by constructors; an entry is written before `n` admits it, so
  * lookups (every outermost FASE call) read it without the lock. */
@@ -130,6 +155,8 @@ void __pmkit_clobber_register(const struct __pmkit_clobber_fase *t,
               MAX_FASES);
       abort();
     }
+    if (t[i].flags & PMKIT_CLOBBER_EADR)
+      pmk_use_eadr(); /* built for eADR: so is the whole runtime */
     table.fase[table.n] = &t[i];
     atomic_store_explicit(&table.n, table.n + 1, memory_order_release);
   }
@@ -208,17 +235,44 @@ static struct log_blk *thread_log(pmkit_pool *p, pmkit_ctx *c) {
   return b;
 }
 
-static void put_word(unsigned char *v, uint64_t *at, uint64_t w) {
-  if (*at + 8 > VLOG_BYTES)
-    fail("arguments too large", "more than 4 KiB of vlog");
-  memcpy(v + *at, &w, 8);
-  *at += 8;
+/* The check begin stores with the vlog's size: over the words it wrote
+ * for this FASE (setting, log number, vlog) and the section number the
+ * core is about to give it. The core fences once, after all of them and
+ * its ACTIVE state; a crash before that fence may persist the state but not
+ * all of these, and recovery must then see that the FASE never began. */
+static uint64_t begin_check(const uint64_t *ext, uint64_t ctx_seq,
+                            const uint64_t *vlog, uint64_t words) {
+  uint64_t h = ctx_seq * 0x9e3779b97f4a7c15ull ^ ext[EXT_KIND];
+  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ ext[EXT_SEQ];
+  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ (ext[EXT_ARGS] & 0xffffff);
+  for (uint64_t i = 0; i < words; i++)
+    h = (h ^ h >> 29) * 0x94d049bb133111ebull ^ vlog[i];
+  h ^= h >> 32;
+  return h & ((1ull << 40) - 1);
 }
 
-/* Write the vlog: what re-execution needs from volatile state. */
-static uint64_t write_vlog(pmkit_pool *p) {
-  unsigned char *v = (unsigned char *)cur.log->vlog;
-  uint64_t at = 0;
+/* Store a vlog word only where it differs, noting its line as dirty: a
+ * line the last FASE of this thread persisted unchanged needs no flush. */
+static void put_word(uint64_t *v, uint64_t at, uint64_t w, uint64_t *dirty) {
+  if (at >= VLOG_BYTES / 8)
+    fail("arguments too large", "more than 4 KiB of vlog");
+  if (cur.shadow[at] != w) {
+    v[at] = cur.shadow[at] = w;
+    *dirty |= 1ull << (at / 8);
+  }
+}
+
+/* Write the vlog: what re-execution needs from volatile state. Returns its
+ * bytes. */
+static uint64_t write_vlog(pmkit_pool *p, uint64_t seq) {
+  uint64_t *v = cur.log->vlog, dirty = 0, kinds[KIND_WORDS] = {0};
+  if (!cur.shadow && !(cur.shadow = malloc(VLOG_BYTES)))
+    fail("no memory", "for the vlog's copy");
+  if (cur.shadow_log != cur.log || cur.shadow_seq != seq) {
+    memcpy(cur.shadow, v, VLOG_BYTES); /* another thread wrote it since */
+    cur.shadow_log = cur.log;
+  }
+  uint64_t at = KIND_WORDS + cur.nargs; /* words */
   for (unsigned i = 0; i < cur.nargs; i++) {
     struct staged *a = &cur.args[i];
     uint64_t w = a->val;
@@ -228,19 +282,23 @@ static uint64_t write_vlog(pmkit_pool *p) {
       w = pmkit_off(p, (void *)(uintptr_t)a->val);
     } else if (a->kind == ARG_IN || a->kind == ARG_SCRATCH)
       w = a->len;
-    put_word(v, &at, a->kind);
-    put_word(v, &at, w);
+    kinds[i / 16] |= (uint64_t)a->kind << (4 * (i % 16));
+    put_word(v, KIND_WORDS + i, w, &dirty);
     if (a->kind == ARG_IN) {
-      uint64_t n = (a->len + 7) & ~(uint64_t)7;
-      if (at + n > VLOG_BYTES)
-        fail("arguments too large", "more than 4 KiB of vlog");
-      memcpy(v + at, (void *)(uintptr_t)a->val, a->len);
-      at += n;
+      const unsigned char *b = (const unsigned char *)(uintptr_t)a->val;
+      for (uint64_t o = 0; o < a->len; o += 8, at++) {
+        uint64_t x = 0;
+        memcpy(&x, b + o, a->len - o < 8 ? a->len - o : 8);
+        put_word(v, at, x, &dirty);
+      }
     }
   }
+  for (unsigned k = 0; k < KIND_WORDS; k++)
+    put_word(v, k, kinds[k], &dirty);
   if (!(cur.fase->flags & PMKIT_CLOBBER_EADR))
-    pmkit_flush(v, at);
-  return at;
+    for (; dirty; dirty &= dirty - 1)
+      pmk_flush_line(v + 8 * (unsigned)__builtin_ctzll(dirty));
+  return at * 8;
 }
 
 void __pmkit_clobber_begin(void) {
@@ -255,28 +313,34 @@ void __pmkit_clobber_begin(void) {
   cur.ctx = c;
   cur.log = thread_log(p, c);
   uint64_t fences0 = pmk_sfences;
-  uint64_t vlen = 0;
-  if (cur.setting == KIND_CLOBBER) {
-    vlen = write_vlog(p);
-    if (cur.log->h.nargs != cur.nargs)
-      pmk_store64(&cur.log->h.nargs, cur.nargs);
-    if (cur.log->h.vlog_len != vlen)
-      pmk_store64(&cur.log->h.vlog_len, vlen);
-  }
+  uint64_t vlen = 0, args = 0;
   uint64_t *ext = pmkit_ctx_ext(c);
+  uint64_t seq = ext[EXT_SEQ];
+  if (cur.setting == KIND_CLOBBER) {
+    vlen = write_vlog(p, seq);
+    args = cur.nargs | vlen << 8;
+  }
   uint64_t kind = OWNER_MAGIC | (uint64_t)cur.setting << 32;
   if (ext[EXT_KIND] != kind)
-    pmk_store64(&ext[EXT_KIND], kind);
-  cur.seq = cur.log->h.seq + 1;
-  pmk_store64(&cur.log->h.seq, cur.seq);
+    pmk_store64_line(&ext[EXT_KIND], kind);
+  cur.seq = cur.shadow_seq = seq + 1;
+  pmk_store64_line(&ext[EXT_SEQ], cur.seq);
+  uint64_t tmp[EXT_ARGS + 1];
+  memcpy(tmp, ext, sizeof tmp);
+  tmp[EXT_ARGS] = args;
+  args |= begin_check(tmp, c->pm->seq + 1, cur.shadow, vlen / 8) << 24;
+  pmk_store64_line(&ext[EXT_ARGS], args);
   cur.used = 0;
-  /* Orders all of the above before ACTIVE, and ACTIVE before the body. */
+  cur.nwb = 0;
+  /* These words share the slot's first line with its tag and state, which
+   * pmkit_fase_begin writes back; its fence orders all of the above before
+   * ACTIVE, and ACTIVE before the body. */
   if (pmkit_fase_begin(c, cur.fase->id))
     fail("cannot begin", pmkit_errormsg());
   cur.began = 1;
   cur.fences0 = fences0;
   unsigned s = pmkit_ctx_id(c);
-  atomic_fetch_add_explicit(&stats[s].vlog_bytes, vlen, memory_order_relaxed);
+  bump(&stats[s].vlog_bytes, vlen);
 }
 
 static uint32_t check_of(uint64_t seq, const struct ent *e,
@@ -292,13 +356,15 @@ static uint32_t check_of(uint64_t seq, const struct ent *e,
   return (uint32_t)(h ^ h >> 32) | 1u; /* never 0: zeroed memory is no entry */
 }
 
-void __pmkit_clobber_log(const void *addr, uint64_t size) {
+/* Append an entry for [addr, addr+size) if it is in the FASE's pool, and
+ * write it back; 1 if it did. */
+static int append(const void *addr, uint64_t size) {
   if (!cur.depth || !cur.began || !__pmkit_maybe_pm(addr) || size == 0)
-    return;
+    return 0;
   pmkit_pool *p = cur.pool;
   uintptr_t a = (uintptr_t)addr;
   if (a < p->base || a + size > p->base + p->size)
-    return; /* another pool, or DRAM inside the bounding box */
+    return 0; /* another pool, or DRAM inside the bounding box */
   uint64_t n = sizeof(struct ent) + ((size + 7) & ~(uint64_t)7);
   if (size > UINT32_MAX || cur.used + n > sizeof cur.log->ents)
     fail("clobber log full", "more than 1 MiB logged in one FASE");
@@ -309,14 +375,57 @@ void __pmkit_clobber_log(const void *addr, uint64_t size) {
   e->size = (uint32_t)size;
   memcpy(bytes, addr, size);
   e->check = check_of(cur.seq, e, bytes);
-  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR)) {
+  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR))
     pmkit_flush(e, n);
-    pmk_fence(); /* the entry persists before the write it protects */
-  }
   cur.used += n;
   unsigned s = pmkit_ctx_id(cur.ctx);
-  atomic_fetch_add_explicit(&stats[s].entries, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&stats[s].log_bytes, n, memory_order_relaxed);
+  bump(&stats[s].entries, 1);
+  bump(&stats[s].log_bytes, n);
+  return 1;
+}
+
+void __pmkit_clobber_log(const void *addr, uint64_t size) {
+  /* One fence for this entry and those the batch calls before it left. */
+  if ((append(addr, size) | cur.unfenced) &&
+      !(cur.fase->flags & PMKIT_CLOBBER_EADR))
+    pmk_fence(); /* the entries persist before the writes they protect */
+  cur.unfenced = 0;
+}
+
+void __pmkit_clobber_log_batch(const void *addr, uint64_t size) {
+  cur.unfenced |= append(addr, size);
+}
+
+/* Write back the lines the body wrote (no fence). */
+static void wb_flush(void) {
+  for (unsigned i = 0; i < cur.nwb; i++)
+    pmk_flush_line((const void *)cur.wb[i]);
+  cur.nwb = 0;
+}
+
+void __pmkit_clobber_wb(const void *addr, uint64_t size) {
+  if (!cur.began) {
+    pmkit_flush(addr, size);
+    return;
+  }
+  /* A line written again soon after (fields of one object) is kept once:
+   * a write-back now would evict it before the next write on CPUs whose
+   * clwb does, and each rewrite would miss. */
+  uintptr_t a = (uintptr_t)addr & ~(uintptr_t)63, end = (uintptr_t)addr + size;
+  for (; a < end; a += 64) {
+    unsigned k = cur.nwb, lim = k > 16 ? k - 16 : 0;
+    while (k > lim && cur.wb[k - 1] != a)
+      k--;
+    if (k > lim)
+      continue;
+    if (!cur.wb && !(cur.wb = malloc(WB_MAX * sizeof *cur.wb))) {
+      pmkit_flush(addr, size); /* no memory to defer: at once */
+      return;
+    }
+    if (cur.nwb == WB_MAX)
+      wb_flush();
+    cur.wb[cur.nwb++] = a;
+  }
 }
 
 void __pmkit_clobber_exit(void) {
@@ -330,15 +439,15 @@ void __pmkit_clobber_exit(void) {
     return;
   cur.began = 0;
   pmk_crash_point();
+  wb_flush();
   pmk_fence(); /* the body's write-backs complete before the commit */
   if (pmkit_fase_commit(cur.ctx))
     fail("cannot commit", pmkit_errormsg());
   unsigned s = pmkit_ctx_id(cur.ctx);
-  atomic_fetch_add_explicit(&stats[s].fases, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&stats[s].fences, pmk_sfences - cur.fences0,
-                            memory_order_relaxed);
+  bump(&stats[s].fases, 1);
+  bump(&stats[s].fences, pmk_sfences - cur.fences0);
   if (replaying)
-    atomic_fetch_add_explicit(&stats[s].replays, 1, memory_order_relaxed);
+    bump(&stats[s].replays, 1);
   cur.fase = NULL;
 }
 
@@ -360,9 +469,10 @@ int pmkit_clobber_stats_get(pmkit_clobber_stats *out) {
 
 /* ---- recovery --------------------------------------------------------- */
 
-/* Restore the clobbered inputs of the section in flight, newest first. A
- * crash in here leaves the entries valid, so recovery starts over. */
-static int roll_back(pmkit_pool *p, struct log_blk *l, unsigned slot) {
+/* Restore the clobbered inputs of the section in flight, newest first, and
+ * retire the entries. */
+static int roll_back(pmkit_pool *p, struct log_blk *l, uint64_t seq,
+                     unsigned slot) {
   uint64_t cap = 64, n = 0, at = 0;
   uint64_t *pos = malloc(cap * sizeof *pos);
   if (!pos)
@@ -372,7 +482,7 @@ static int roll_back(pmkit_pool *p, struct log_blk *l, unsigned slot) {
     uint64_t len = sizeof *e + (((uint64_t)e->size + 7) & ~(uint64_t)7);
     if (e->check == 0 || at + len > sizeof l->ents || e->off >= p->size ||
         e->size > p->size - e->off ||
-        e->check != check_of(l->h.seq, e, (const unsigned char *)(e + 1)))
+        e->check != check_of(seq, e, (const unsigned char *)(e + 1)))
       break; /* the end, or a torn entry: its write never happened */
     if (n == cap) {
       uint64_t *q = realloc(pos, (cap *= 2) * sizeof *pos);
@@ -385,35 +495,43 @@ static int roll_back(pmkit_pool *p, struct log_blk *l, unsigned slot) {
     pos[n++] = at;
     at += len;
   }
-  while (n--) {
-    const struct ent *e = (const struct ent *)(l->ents + pos[n]);
+  for (uint64_t i = n; i--;) {
+    const struct ent *e = (const struct ent *)(l->ents + pos[i]);
     pmk_crash_point();
     memcpy(pmk_at(p, e->off), e + 1, e->size);
     pmkit_flush(pmk_at(p, e->off), e->size);
   }
+  pmk_fence();
+  /* Then the entries die, last to first, so that a re-execution's own
+   * entries (under the same number: the begin check covers it) are never
+   * followed by these. A crash in here leaves a shorter chain, whose
+   * roll-back, done already, is done again to the same effect. */
+  for (uint64_t i = n; i--;) {
+    struct ent *e = (struct ent *)(l->ents + pos[i]);
+    pmk_crash_point();
+    __atomic_store_n(&e->check, 0, __ATOMIC_RELEASE);
+    pmk_flush_line(&e->check);
+  }
   free(pos);
   pmk_fence();
-  atomic_fetch_add_explicit(&stats[slot].rollbacks, 1, memory_order_relaxed);
+  bump(&stats[slot].rollbacks, 1);
   return 0;
 }
 
-/* Decode the vlog into argument words; buffers become fresh DRAM copies
- * (the FASE may write them; the vlog must survive a crash of recovery), or
- * 0 without `bufs` (a look, not a re-execution). */
-static int decode_args(pmkit_pool *p, struct log_blk *l, uint64_t *args,
-                       void **bufs, unsigned *nbufs) {
-  const unsigned char *v = (const unsigned char *)l->vlog;
-  uint64_t at = 0;
+/* Decode the vlog (`ext`: the slot's words) into argument words; buffers
+ * become fresh DRAM copies (the FASE may write them; the vlog must survive
+ * a crash of recovery), or 0 without `bufs` (a look, not a re-execution). */
+static int decode_args(pmkit_pool *p, const uint64_t *ext,
+                       const struct log_blk *l, uint64_t *args, void **bufs,
+                       unsigned *nbufs) {
+  const uint64_t *v = l->vlog;
+  uint64_t nargs = ARGS_N(ext[EXT_ARGS]), words = ARGS_BYTES(ext[EXT_ARGS]) / 8;
   *nbufs = 0;
-  if (l->h.nargs > MAX_ARGS || l->h.vlog_len > VLOG_BYTES)
+  if (nargs > MAX_ARGS || words > VLOG_BYTES / 8 || words < KIND_WORDS + nargs)
     return pmk_err(PMKIT_E_CORRUPT, "clobber vlog header is malformed");
-  for (uint64_t i = 0; i < l->h.nargs; i++) {
-    uint64_t kind, w;
-    if (at + 16 > l->h.vlog_len)
-      return pmk_err(PMKIT_E_CORRUPT, "clobber vlog is truncated");
-    memcpy(&kind, v + at, 8);
-    memcpy(&w, v + at + 8, 8);
-    at += 16;
+  uint64_t at = KIND_WORDS + nargs; /* the next buffer's first word */
+  for (uint64_t i = 0; i < nargs; i++) {
+    uint64_t kind = v[i / 16] >> (4 * (i % 16)) & 15, w = v[KIND_WORDS + i];
     switch (kind) {
     case ARG_VAL:
       args[i] = w;
@@ -428,23 +546,19 @@ static int decode_args(pmkit_pool *p, struct log_blk *l, uint64_t *args,
       break;
     case ARG_IN:
     case ARG_SCRATCH: {
-      uint64_t n = (w + 7) & ~(uint64_t)7;
-      if (kind == ARG_IN && at + n > l->h.vlog_len)
+      uint64_t n = kind == ARG_IN ? (w + 7) / 8 : 0;
+      if (n > words - at)
         return pmk_err(PMKIT_E_CORRUPT, "clobber vlog is truncated");
-      if (!bufs) {
-        args[i] = 0;
-        at += kind == ARG_IN ? n : 0;
-        break;
+      args[i] = 0;
+      if (bufs) {
+        void *b = calloc(1, w ? w : 1);
+        if (!b)
+          return pmk_err(PMKIT_E_NOMEM, "no memory for a FASE argument");
+        bufs[(*nbufs)++] = b;
+        memcpy(b, v + at, kind == ARG_IN ? w : 0);
+        args[i] = (uint64_t)(uintptr_t)b;
       }
-      void *b = calloc(1, w ? w : 1);
-      if (!b)
-        return pmk_err(PMKIT_E_NOMEM, "no memory for a FASE argument");
-      bufs[(*nbufs)++] = b;
-      if (kind == ARG_IN) {
-        memcpy(b, v + at, w);
-        at += n;
-      }
-      args[i] = (uint64_t)(uintptr_t)b;
+      at += n;
       break;
     }
     default:
@@ -473,6 +587,18 @@ static int adopt_inflight(pmkit_pool *p, unsigned id, pmkit_ctx **c,
     return 0; /* another runtime's section */
   }
   *l = pmk_at(p, ext[EXT_LOG]);
+  uint64_t tmp[EXT_ARGS + 1], words = ARGS_BYTES(ext[EXT_ARGS]) / 8;
+  memcpy(tmp, ext, sizeof tmp);
+  tmp[EXT_ARGS] &= 0xffffff;
+  if (words > VLOG_BYTES / 8 ||
+      ext[EXT_ARGS] >> 24 !=
+          begin_check(tmp, (*c)->pm->seq, (*l)->vlog, words)) {
+    /* A torn begin: ACTIVE persisted without all its words, so before its
+     * fence, and nothing of the FASE can have persisted. */
+    pmkit_fase_abort(*c);
+    pmkit_ctx_release(*c);
+    return 0;
+  }
   return 1;
 }
 
@@ -493,8 +619,8 @@ int pmkit_clobber_inflight_get(pmkit_pool *p, unsigned id,
   int r = 1;
   if (kind == KIND_CLOBBER) {
     unsigned nbufs;
-    r = decode_args(p, l, out->args, NULL, &nbufs);
-    out->nargs = (unsigned)l->h.nargs;
+    r = decode_args(p, pmkit_ctx_ext(c), l, out->args, NULL, &nbufs);
+    out->nargs = ARGS_N(pmkit_ctx_ext(c)[EXT_ARGS]);
     r = r ? r : 1;
   }
   pmkit_ctx_release(c);
@@ -507,7 +633,8 @@ int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
   uint32_t kind;
   if (!adopt_inflight(p, id, &c, &l, &kind))
     return 0;
-  int r = roll_back(p, l, id);
+  uint64_t *ext = pmkit_ctx_ext(c);
+  int r = roll_back(p, l, ext[EXT_SEQ], id);
   if (r)
     goto out;
   /* PMKIT_CLOBBER_RECOVER=rollback: recovery that forgets to re-execute,
@@ -530,17 +657,14 @@ int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
   uint64_t args[MAX_ARGS] = {0};
   void *bufs[MAX_ARGS];
   unsigned nbufs;
-  r = decode_args(p, l, args, bufs, &nbufs);
-  if (r == 0 && l->h.nargs != f->nargs)
+  r = decode_args(p, ext, l, args, bufs, &nbufs);
+  if (r == 0 && ARGS_N(ext[EXT_ARGS]) != f->nargs)
     r = pmk_err(PMKIT_E_CORRUPT,
                 "slot %u: FASE %s takes %u arguments, vlog "
                 "holds %llu",
-                id, f->name, f->nargs, (unsigned long long)l->h.nargs);
+                id, f->name, f->nargs,
+                (unsigned long long)ARGS_N(ext[EXT_ARGS]));
   if (r == 0) {
-    /* Entries of the re-execution get a new number; the rolled-back ones
-     * are dead from here on (the roll-back was fenced first). */
-    pmk_store64(&l->h.seq, l->h.seq + 1);
-    pmk_fence();
     if (pmkit_fase_replay(c))
       fail("cannot replay", pmkit_errormsg());
     cur.fase = f;
@@ -548,8 +672,9 @@ int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
     cur.pool = p;
     cur.ctx = c;
     cur.log = l;
-    cur.seq = l->h.seq;
+    cur.seq = ext[EXT_SEQ];
     cur.used = 0;
+    cur.nwb = 0;
     cur.began = 1;
     cur.replaying = 1;
     cur.depth = 0;

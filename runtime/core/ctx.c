@@ -27,7 +27,7 @@ int pmkit_ctx_get(pmkit_pool *p, pmkit_ctx **out) {
     return 0;
   }
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
-    if (p->ctxs[i].state != PMK_CTX_IDLE || !claim(p, i))
+    if (pmk_ctx_state(&p->ctxs[i]) != PMK_CTX_IDLE || !claim(p, i))
       continue;
     tc->ctx = &p->ctx[i];
     *out = tc->ctx;
@@ -63,7 +63,8 @@ int pmkit_ctx_release(pmkit_ctx *c) {
 unsigned pmkit_ctx_id(const pmkit_ctx *c) { return c->id; }
 
 pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *c) {
-  return c->pm->state == PMK_CTX_ACTIVE ? PMKIT_CTX_ACTIVE : PMKIT_CTX_IDLE;
+  return pmk_ctx_state(c->pm) == PMK_CTX_ACTIVE ? PMKIT_CTX_ACTIVE
+                                                : PMKIT_CTX_IDLE;
 }
 
 int pmkit_ctx_peek(pmkit_pool *p, unsigned id, pmkit_ctx_state *state) {
@@ -91,18 +92,25 @@ int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
   int r = fase_thread(c, &tc);
   if (r)
     return r;
-  if (c->pm->state != PMK_CTX_IDLE || tc->fase)
+  if (pmk_ctx_state(c->pm) != PMK_CTX_IDLE || tc->fase)
     return pmk_err(PMKIT_E_STATE,
                    "context %u: a section is already in "
                    "flight",
                    c->id);
+  /* Tag, number and state share the slot's first line (with the extension
+   * words a runtime may have set for this section): one write-back, one
+   * fence, which orders all of it before the section's writes. The state
+   * word's check stands for the order among them (pmk_active_word). */
   struct pmk_ctx_pm *pm = c->pm;
-  pmk_store64(&pm->tag, tag);
-  if (pm->njournal)
+  uint64_t seq = pm->seq + 1;
+  if (pm->njournal) { /* a count the check does not cover: first */
     pmk_store64(&pm->njournal, 0);
-  pmk_store64(&pm->seq, pm->seq + 1);
-  pmk_fence();
-  pmk_store64(&pm->state, PMK_CTX_ACTIVE);
+    pmk_fence();
+  }
+  pmk_store64_line(&pm->tag, tag);
+  pmk_store64_line(&pm->seq, seq);
+  pmk_store64_line(&pm->state, pmk_active_word(tag, seq));
+  pmk_flush_line(&pm->state);
   pmk_fence();
   tc->fase = c;
   tc->replay = 0;
@@ -115,7 +123,7 @@ int pmkit_fase_replay(pmkit_ctx *c) {
   int r = fase_thread(c, &tc);
   if (r)
     return r;
-  if (c->pm->state != PMK_CTX_ACTIVE)
+  if (pmk_ctx_state(c->pm) != PMK_CTX_ACTIVE)
     return pmk_err(PMKIT_E_STATE, "context %u: no section to replay", c->id);
   tc->fase = c;
   tc->replay = 1;
@@ -128,7 +136,7 @@ int pmkit_fase_commit(pmkit_ctx *c) {
   int r = fase_thread(c, &tc);
   if (r)
     return r;
-  if (c->pm->state != PMK_CTX_ACTIVE || tc->fase != c)
+  if (pmk_ctx_state(c->pm) != PMK_CTX_ACTIVE || tc->fase != c)
     return pmk_err(PMKIT_E_STATE,
                    "context %u: no section in flight on this "
                    "thread",
@@ -154,7 +162,7 @@ int pmkit_fase_abort(pmkit_ctx *c) {
   int r = fase_thread(c, &tc);
   if (r)
     return r;
-  if (c->pm->state != PMK_CTX_ACTIVE)
+  if (pmk_ctx_state(c->pm) != PMK_CTX_ACTIVE)
     return pmk_err(PMKIT_E_STATE, "context %u: no section to abort", c->id);
   if (tc->fase == c)
     tc->fase = NULL;

@@ -86,6 +86,12 @@ __attribute__((constructor)) void pmk_init(void) {
   pthread_once(&pmk_once, init_once);
 }
 
+void pmk_use_eadr(void) {
+  pmk_init();
+  pmk_eadr = 1;
+  pmk_flush_kind = PMKIT_FLUSH_NONE;
+}
+
 pmkit_domain_t pmkit_domain(void) {
   pmk_init();
   return pmk_eadr ? PMKIT_DOMAIN_EADR : PMKIT_DOMAIN_ADR;

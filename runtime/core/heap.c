@@ -600,8 +600,9 @@ int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c) {
       release(p, &b, 1);
   }
   pmk_fence();
-  pmk_store64(&c->njournal, 0);
-  pmk_fence();
+  /* One line: a crash between the two leaves IDLE with a stale count
+   * (ignored, and reset by the next begin) or COMMITTING with none. */
+  pmk_store64_line(&c->njournal, 0);
   pmk_store64(&c->state, PMK_CTX_IDLE);
   pmk_fence();
   return 0;
@@ -757,7 +758,7 @@ static int journal_entry_ok(const pmkit_pool *p, uint64_t e) {
 static int journals_ok(pmkit_pool *p) {
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
     const struct pmk_ctx_pm *c = &p->ctxs[i];
-    if (c->state > PMK_CTX_COMMITTING)
+    if (pmk_ctx_state(c) > PMK_CTX_COMMITTING)
       return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
                      (unsigned long long)c->state);
     if (c->njournal > PMKIT_JOURNAL_MAX)
@@ -822,9 +823,10 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
     /* Journals first: they only need the persistent layout. */
     for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
       struct pmk_ctx_pm *c = &p->ctxs[i];
-      if (c->state == PMK_CTX_ACTIVE)
+      uint64_t st = pmk_ctx_state(c);
+      if (st == PMK_CTX_ACTIVE)
         journal_materialize(p, c);
-      else if (c->state == PMK_CTX_COMMITTING)
+      else if (st == PMK_CTX_COMMITTING)
         pmk_journal_finish(p, c);
     }
   }

@@ -93,8 +93,35 @@ struct pmk_ctx_pm {
   uint64_t njournal;
   uint64_t ext[PMKIT_CTX_EXT_WORDS];
   uint64_t journal[PMKIT_JOURNAL_MAX];
+  /* Slots are PMK_CTX_SIZE apart, as the header says, so each starts a
+   * cache line: state, tag, seq, njournal and the first four extension
+   * words share one line, written back together (layout version 2; version
+   * 1 packed the slots 928 bytes apart). */
+  uint64_t
+      pad[(PMK_CTX_SIZE - 8 * (4 + PMKIT_CTX_EXT_WORDS + PMKIT_JOURNAL_MAX)) /
+          8];
 };
-_Static_assert(sizeof(struct pmk_ctx_pm) <= PMK_CTX_SIZE, "context slot");
+_Static_assert(sizeof(struct pmk_ctx_pm) == PMK_CTX_SIZE, "context slot");
+
+/* A slot's state word: PMK_CTX_* in the low byte. ACTIVE carries in the
+ * rest a check of the tag and number begin wrote with it, so that begin
+ * needs one fence: a crash that persisted the word without them leaves a
+ * check that fails, and the slot reads as IDLE (the section never began:
+ * none of its writes can persist before that fence). */
+static inline uint64_t pmk_active_word(uint64_t tag, uint64_t seq) {
+  uint64_t h = (tag ^ 0x5bd1e9955bd1e995ull) * 0x9e3779b97f4a7c15ull ^ seq;
+  h = (h ^ h >> 32) * 0xd6e8feb86659fd93ull;
+  return (h ^ h >> 32) << 8 | PMK_CTX_ACTIVE;
+}
+/* PMK_CTX_IDLE, _ACTIVE or _COMMITTING (or a corrupt word's value). */
+static inline uint64_t pmk_ctx_state(const struct pmk_ctx_pm *c) {
+  uint64_t s = c->state;
+  if ((s & 0xff) != PMK_CTX_ACTIVE)
+    return s;
+  return s == pmk_active_word(c->tag, c->seq) ? PMK_CTX_ACTIVE : PMK_CTX_IDLE;
+}
+_Static_assert(PMK_CTX_OFF % 64 == 0 && PMK_CTX_SIZE % 64 == 0,
+               "context slots start cache lines");
 
 struct pmk_chunk {
   uint32_t cls; /* PMK_T_* copy or class+1, informational */
@@ -169,6 +196,10 @@ PMK_HIDDEN extern int pmk_eadr;
 PMK_HIDDEN void pmk_flush_line(const void *p);
 /* pmkit_fence without the crash point, for the runtime's own ordering. */
 PMK_HIDDEN void pmk_fence(void);
+/* The process runs on an eADR platform whatever PMKIT_DOMAIN says (a module
+ * built for eADR, e.g. clobber mode's -pmkit-clobber-domain=eadr, says so):
+ * no write-backs, fences only order the compiler. */
+PMK_HIDDEN void pmk_use_eadr(void);
 /* sfences issued by the calling thread (ADR only), for per-FASE counts. */
 PMK_HIDDEN extern __thread uint64_t pmk_sfences;
 
@@ -240,10 +271,14 @@ static inline struct pmk_tc *pmk_tc(pmkit_pool *p) {
   return pmk_tc_slow(p);
 }
 
-/* Persist helpers for runtime metadata: store, flush, (no fence). */
-static inline void pmk_store64(uint64_t *w, uint64_t v) {
+/* Persist helpers for runtime metadata: store, flush, (no fence); the
+ * _line form leaves the flush to the caller, for stores to one line. */
+static inline void pmk_store64_line(uint64_t *w, uint64_t v) {
   pmk_crash_point();
   __atomic_store_n(w, v, __ATOMIC_RELEASE);
+}
+static inline void pmk_store64(uint64_t *w, uint64_t v) {
+  pmk_store64_line(w, v);
   pmk_flush_line(w);
 }
 

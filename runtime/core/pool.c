@@ -593,7 +593,7 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   info->root_size = p->st->root_size;
   info->nthreads = PMKIT_MAX_THREADS;
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)
-    info->threads_busy += p->ctxs[i].state != PMK_CTX_IDLE;
+    info->threads_busy += pmk_ctx_state(&p->ctxs[i]) != PMK_CTX_IDLE;
   if (!(p->flags & PMKIT_POOL_INSPECT))
     pmk_tc_unreserve(p); /* count the caller's reserved blocks as free */
   pmkit_pool_info tmp;

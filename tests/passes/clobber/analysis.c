@@ -115,10 +115,33 @@ PMKIT_FASE void calls_bump(struct rec *r) { bump(&r->b); }
 // IR: call void @__pmkit_clobber_arg_ptr(ptr %r)
 // IR-NEXT: call void @__pmkit_clobber_begin()
 // IR: call void @__pmkit_clobber_log(
-// IR: call void @__pmkit_flush_range(
+// IR: call void @__pmkit_clobber_wb(
 // IR: call void @__pmkit_clobber_exit()
 // IR-NEXT: ret void
 // IR-LABEL: define {{.*}}void @from_buffer(
 // IR: call void @__pmkit_clobber_arg_buf(ptr %v, i64 %n, i32 0)
+
+// Clobber writes in a row, with no call between them, share one fence: all
+// their entries are logged before the first of them (the second address is
+// computed there), the last one fenced; each line is written back at commit.
+// CHECK-LABEL: pmkit-clobber: swap
+// CHECK-NEXT: store: logged: clobbers an input read
+// CHECK-NEXT: store: logged: clobbers an input read
+// IR-LABEL: define {{.*}}void @swap(
+// IR: call void @__pmkit_clobber_begin()
+// IR: call void @__pmkit_clobber_log_batch(ptr %r, i64 8)
+// IR-NEXT: call void @__pmkit_clobber_log(ptr %c, i64 8)
+// IR-NEXT: store i64 %{{.*}}, ptr %r
+// IR-NOT: __pmkit_clobber_log
+// IR: call void @__pmkit_clobber_wb(ptr %r, i64 8)
+// IR: call void @__pmkit_clobber_wb(ptr %c, i64 8)
+// IR: call void @__pmkit_clobber_exit()
+PMKIT_FASE void swap(struct rec *r) {
+  long t = r->a;
+  r->a = r->c;
+  r->c = t;
+}
+
+// The replay stubs and the table come after the functions.
 // IR: define internal void @__pmkit_clobber_replay.read_then_write(ptr
-// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 10)
+// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 11)
