@@ -34,6 +34,7 @@
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/CaptureTracking.h"
 #include "llvm/Analysis/MemoryLocation.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
@@ -255,6 +256,8 @@ private:
   // Parameters declared PMKIT_FASE_IN/SCRATCH: volatile, logged at entry.
   SmallPtrSet<const Value *, 4> BufParams;
   std::vector<std::pair<Access, Why>> Writes;
+  // For the report: a read each clobber write may overwrite.
+  DenseMap<const Instruction *, const Instruction *> ClobberedBy;
   struct TableEntry {
     uint64_t Id;
     Function *Fase;
@@ -384,13 +387,37 @@ bool ClobberInstrumenter::isNotPM(const Value *P) const {
   return !Objs.empty();
 }
 
+// A and B cannot overlap when one is based on a `restrict` (noalias)
+// parameter that the function never lets escape and the other, followed
+// through phis and selects (which alias analysis does not follow to loads),
+// is not based on it: C's restrict rule.
+static bool restrictDisjoint(const Value *A, const Value *B) {
+  for (int Pass = 0; Pass < 2; Pass++, std::swap(A, B)) {
+    auto *Arg = dyn_cast<Argument>(getUnderlyingObject(A));
+    if (!Arg || !Arg->hasNoAliasAttr() ||
+        PointerMayBeCaptured(Arg, /*ReturnCaptures=*/true,
+                             /*StoreCaptures=*/true))
+      continue;
+    SmallVector<const Value *, 4> Objs;
+    getUnderlyingObjects(B, Objs);
+    if (!Objs.empty() && !is_contained(Objs, Arg))
+      return true;
+  }
+  return false;
+}
+
 bool ClobberInstrumenter::isFresh(const Value *P) const {
   SmallVector<const Value *, 4> Objs;
   getUnderlyingObjects(P, Objs);
-  for (const Value *O : Objs)
+  bool Any = false;
+  for (const Value *O : Objs) {
+    if (isa<ConstantPointerNull>(O))
+      continue; // an allocator's failure path: no write lands there
     if (!FreshObjs.count(O))
       return false;
-  return !Objs.empty();
+    Any = true;
+  }
+  return Any;
 }
 
 // Memory this function allocated: what PM allocators return, and what
@@ -694,8 +721,10 @@ bool ClobberInstrumenter::analyse(Function &F, bool Cons) {
         continue; // source and destination of memcpy do not overlap
       if (!Self && !Before(R->I, W.I))
         continue;
-      if (R->All || AA.alias(R->Loc, W.Loc) != AliasResult::NoAlias) {
+      if (R->All || (AA.alias(R->Loc, W.Loc) != AliasResult::NoAlias &&
+                     !restrictDisjoint(R->Loc.Ptr, W.Loc.Ptr))) {
         Clobber = true;
+        ClobberedBy[W.I] = R->I;
         break;
       }
     }
@@ -806,9 +835,15 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
   if (ReportOpt)
     errs() << DEBUG_TYPE ": " << F.getName() << '\n';
   for (auto &[W, Why] : Writes) {
-    if (ReportOpt)
+    if (ReportOpt) {
       errs() << DEBUG_TYPE ":   " << pmkit::sourceLoc(W.I) << ": "
-             << W.I->getOpcodeName() << ": " << whyText(Why) << '\n';
+             << W.I->getOpcodeName() << ": " << whyText(Why);
+      if (const Instruction *R = ClobberedBy.lookup(W.I);
+          R && Why == Why::Clobber)
+        errs() << " (" << R->getOpcodeName() << " at " << pmkit::sourceLoc(R)
+               << ")";
+      errs() << '\n';
+    }
     if (Why == Why::NotPM)
       continue;
     if (W.I->isTerminator()) {

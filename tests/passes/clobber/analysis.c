@@ -142,6 +142,19 @@ PMKIT_FASE void swap(struct rec *r) {
   r->c = t;
 }
 
+// A restrict parameter the FASE does not let escape is only reached through
+// itself: a read through another pointer, even one loaded from PM, cannot
+// be of it, so its write clobbers nothing (without restrict it would).
+// CHECK-LABEL: pmkit-clobber: counted
+// CHECK-NEXT: store: logged: clobbers an input read (load at {{.*}}analysis.c:[[#@LINE+5]])
+// CHECK-NEXT: store: not logged: no input read can precede it
+// UNDO-LABEL: pmkit-clobber: counted
+// UNDO-NEXT: store: logged: undo setting
+PMKIT_FASE void counted(struct rec *r, long *restrict done) {
+  r->next->a += 1;
+  *done = 1;
+}
+
 // The replay stubs and the table come after the functions.
 // IR: define internal void @__pmkit_clobber_replay.read_then_write(ptr
-// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 11)
+// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 12)
