@@ -1031,6 +1031,9 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
             xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
             ax.bar(xs, ys, width, label=label)
         ax.set_yscale("log")
+        ratio_ticks = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}×")
+        ax.yaxis.set_major_formatter(ratio_ticks)
+        ax.yaxis.set_minor_formatter(ratio_ticks)
         figs.append(finish_grouped_bars(
             fig, ax, names, "throughput / pmdk (log scale)",
             f"Clobber mode and undo logging against PMDK, {t} thread{'s' if t > 1 else ''}",
