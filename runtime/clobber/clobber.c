@@ -90,7 +90,8 @@ static __thread struct {
   uint32_t setting; /* KIND_* of the FASE in flight                   */
   const struct __pmkit_clobber_fase *fase;
   unsigned nargs;
-  struct staged args[MAX_ARGS];
+  struct staged *args; /* MAX_ARGS of them, on the heap: libpmkit's TLS
+                          is static (the CLI loads it with dlopen) */
   pmkit_pool *pool;
   pmkit_ctx *ctx;
   struct log_blk *log;
@@ -186,6 +187,8 @@ int __pmkit_clobber_enter(uint64_t id) {
 static void stage(uint32_t kind, uint64_t val, uint64_t len) {
   if (cur.nargs == MAX_ARGS)
     fail("too many arguments", "at most 32");
+  if (!cur.args && !(cur.args = malloc(MAX_ARGS * sizeof *cur.args)))
+    fail("no memory", "for the arguments");
   cur.args[cur.nargs++] = (struct staged){kind, val, len};
 }
 
