@@ -558,7 +558,6 @@ static int clobber_recover(char *why, size_t wn) {
     return snprintf(why, wn, "recovery handled %d FASEs, %u were in flight", n,
                     nbegun + nundo),
            -1;
-  op_end(); /* the re-executed operations' deferred frees and unlocks */
   for (unsigned i = 0; i < nbegun; i++)
     if (*begun[i].done != begun[i].next)
       return snprintf(why, wn,

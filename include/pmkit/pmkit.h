@@ -268,8 +268,9 @@ int pmkit_clobber_stats_get(pmkit_clobber_stats *out);
  * confirm that recovery completes exactly the calls that had begun.
  * Arguments are as recovery passes them (pool pointers as addresses), with
  * declared volatile buffers as NULL; under the undo setting there is no
- * vlog and nargs is 0. Returns 1 and fills *out if a FASE is in flight
- * there, 0 if none, or a negative PMKIT_E_*. */
+ * vlog and nargs is 0. A slot whose begin a crash tore (the FASE never
+ * began) is reset to IDLE, as pmkit_recover would. Returns 1 and fills
+ * *out if a FASE is in flight there, 0 if none, or a negative PMKIT_E_*. */
 typedef struct pmkit_clobber_inflight {
   uint64_t id;      /* the FASE's id                                      */
   const char *name; /* its name, or NULL if this program does not have it */

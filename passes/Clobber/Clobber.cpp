@@ -735,12 +735,13 @@ bool ClobberInstrumenter::analyse(Function &F, bool Cons) {
   return true;
 }
 
-// Logs before, write-backs after, crash points before: for every write of
-// the last analyse() that may reach PM.
-// The bytes a write writes, as an i64 before `At`.
+// The bytes a write writes: its size, or a memory call's length argument.
+static Value *sizeOf(const Access &W) {
+  return W.Size ? W.Size : cast<CallBase>(W.I)->getArgOperand(2);
+}
+// The same as an i64, computed before B's insertion point.
 static Value *writeSize(IRBuilder<> &B, const Access &W, Type *I64) {
-  Value *S = W.Size ? W.Size : cast<CallBase>(W.I)->getArgOperand(2);
-  return B.CreateZExtOrTrunc(S, I64);
+  return B.CreateZExtOrTrunc(sizeOf(W), I64);
 }
 
 // Runs of logged writes in one block with no call between them whose
@@ -789,8 +790,7 @@ batchLogs(Function &F, const std::vector<std::pair<Access, Why>> &Writes,
     for (Instruction &I : BB) {
       if (auto It = Logged.find(&I); It != Logged.end()) {
         const Access *W = It->second;
-        Value *Size =
-            W->Size ? W->Size : cast<CallBase>(W->I)->getArgOperand(2);
+        Value *Size = sizeOf(*W);
         Value *Addr = const_cast<Value *>(W->Loc.Ptr);
         if (First && Known(Addr, First, 3) && Known(Size, First, 3)) {
           Hoist(Addr, First);
@@ -810,6 +810,8 @@ batchLogs(Function &F, const std::vector<std::pair<Access, Why>> &Writes,
   return Runs;
 }
 
+// Logs before, write-backs after, crash points before: for every write of
+// the last analyse() that may reach PM.
 void ClobberInstrumenter::instrumentWrites(Function &F) {
   Type *Ptr = PointerType::getUnqual(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx);
@@ -852,9 +854,7 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
     }
     Value *Addr = const_cast<Value *>(W.Loc.Ptr);
     IRBuilder<> B(W.I);
-    Value *Size = W.Size ? B.CreateZExtOrTrunc(W.Size, I64) : nullptr;
-    if (!Size)
-      Size = B.CreateZExtOrTrunc(cast<CallBase>(W.I)->getArgOperand(2), I64);
+    Value *Size = writeSize(B, W, I64);
     if (CrashPointsOpt)
       B.CreateCall(Crash);
     if ((Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) &&

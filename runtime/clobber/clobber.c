@@ -38,11 +38,8 @@
 _Static_assert(sizeof(((pmkit_clobber_inflight *)0)->args) == MAX_ARGS * 8,
                "pmkit_clobber_inflight holds every argument");
 #define MAX_FASES 1024u
-#define OWNER_MAGIC 0x424f4c43u
-#define WB_MAX                                                                 \
-  256u /* lines a FASE's body wrote, kept for its commit */ /* "CLOB" in ext   \
-                                                               word 1 (low     \
-                                                               half) */
+#define OWNER_MAGIC 0x424f4c43u /* "CLOB" in ext word 1 (low half) */
+#define WB_MAX 256u /* lines a FASE's body wrote, kept for its commit */
 
 /* Extension words of a context slot owned by this runtime. */
 enum {
@@ -243,11 +240,12 @@ static struct log_blk *thread_log(pmkit_pool *p, pmkit_ctx *c) {
  * core is about to give it. The core fences once, after all of them and
  * its ACTIVE state; a crash before that fence may persist the state but not
  * all of these, and recovery must then see that the FASE never began. */
-static uint64_t begin_check(const uint64_t *ext, uint64_t ctx_seq,
-                            const uint64_t *vlog, uint64_t words) {
-  uint64_t h = ctx_seq * 0x9e3779b97f4a7c15ull ^ ext[EXT_KIND];
-  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ ext[EXT_SEQ];
-  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ (ext[EXT_ARGS] & 0xffffff);
+static uint64_t begin_check(uint64_t kind, uint64_t seq, uint64_t args,
+                            uint64_t ctx_seq, const uint64_t *vlog,
+                            uint64_t words) {
+  uint64_t h = ctx_seq * 0x9e3779b97f4a7c15ull ^ kind;
+  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ seq;
+  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull ^ (args & 0xffffff);
   for (uint64_t i = 0; i < words; i++)
     h = (h ^ h >> 29) * 0x94d049bb133111ebull ^ vlog[i];
   h ^= h >> 32;
@@ -298,9 +296,8 @@ static uint64_t write_vlog(pmkit_pool *p, uint64_t seq) {
   }
   for (unsigned k = 0; k < KIND_WORDS; k++)
     put_word(v, k, kinds[k], &dirty);
-  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR))
-    for (; dirty; dirty &= dirty - 1)
-      pmk_flush_line(v + 8 * (unsigned)__builtin_ctzll(dirty));
+  for (; dirty; dirty &= dirty - 1)
+    pmk_flush_line(v + 8 * (unsigned)__builtin_ctzll(dirty));
   return at * 8;
 }
 
@@ -328,10 +325,8 @@ void __pmkit_clobber_begin(void) {
     pmk_store64_line(&ext[EXT_KIND], kind);
   cur.seq = cur.shadow_seq = seq + 1;
   pmk_store64_line(&ext[EXT_SEQ], cur.seq);
-  uint64_t tmp[EXT_ARGS + 1];
-  memcpy(tmp, ext, sizeof tmp);
-  tmp[EXT_ARGS] = args;
-  args |= begin_check(tmp, c->pm->seq + 1, cur.shadow, vlen / 8) << 24;
+  args |= begin_check(kind, cur.seq, args, c->pm->seq + 1, cur.shadow, vlen / 8)
+          << 24;
   pmk_store64_line(&ext[EXT_ARGS], args);
   cur.used = 0;
   cur.nwb = 0;
@@ -378,8 +373,7 @@ static int append(const void *addr, uint64_t size) {
   e->size = (uint32_t)size;
   memcpy(bytes, addr, size);
   e->check = check_of(cur.seq, e, bytes);
-  if (!(cur.fase->flags & PMKIT_CLOBBER_EADR))
-    pmkit_flush(e, n);
+  pmkit_flush(e, n);
   cur.used += n;
   unsigned s = pmkit_ctx_id(cur.ctx);
   bump(&stats[s].entries, 1);
@@ -389,8 +383,7 @@ static int append(const void *addr, uint64_t size) {
 
 void __pmkit_clobber_log(const void *addr, uint64_t size) {
   /* One fence for this entry and those the batch calls before it left. */
-  if ((append(addr, size) | cur.unfenced) &&
-      !(cur.fase->flags & PMKIT_CLOBBER_EADR))
+  if (append(addr, size) | cur.unfenced)
     pmk_fence(); /* the entries persist before the writes they protect */
   cur.unfenced = 0;
 }
@@ -414,6 +407,10 @@ void __pmkit_clobber_wb(const void *addr, uint64_t size) {
   /* A line written again soon after (fields of one object) is kept once:
    * a write-back now would evict it before the next write on CPUs whose
    * clwb does, and each rewrite would miss. */
+  if (!cur.wb && !(cur.wb = malloc(WB_MAX * sizeof *cur.wb))) {
+    pmkit_flush(addr, size); /* no memory to defer: at once */
+    return;
+  }
   uintptr_t a = (uintptr_t)addr & ~(uintptr_t)63, end = (uintptr_t)addr + size;
   for (; a < end; a += 64) {
     unsigned k = cur.nwb, lim = k > 16 ? k - 16 : 0;
@@ -421,10 +418,6 @@ void __pmkit_clobber_wb(const void *addr, uint64_t size) {
       k--;
     if (k > lim)
       continue;
-    if (!cur.wb && !(cur.wb = malloc(WB_MAX * sizeof *cur.wb))) {
-      pmkit_flush(addr, size); /* no memory to defer: at once */
-      return;
-    }
     if (cur.nwb == WB_MAX)
       wb_flush();
     cur.wb[cur.nwb++] = a;
@@ -590,12 +583,11 @@ static int adopt_inflight(pmkit_pool *p, unsigned id, pmkit_ctx **c,
     return 0; /* another runtime's section */
   }
   *l = pmk_at(p, ext[EXT_LOG]);
-  uint64_t tmp[EXT_ARGS + 1], words = ARGS_BYTES(ext[EXT_ARGS]) / 8;
-  memcpy(tmp, ext, sizeof tmp);
-  tmp[EXT_ARGS] &= 0xffffff;
+  uint64_t words = ARGS_BYTES(ext[EXT_ARGS]) / 8;
   if (words > VLOG_BYTES / 8 ||
-      ext[EXT_ARGS] >> 24 !=
-          begin_check(tmp, (*c)->pm->seq, (*l)->vlog, words)) {
+      ext[EXT_ARGS] >> 24 != begin_check(ext[EXT_KIND], ext[EXT_SEQ],
+                                         ext[EXT_ARGS], (*c)->pm->seq,
+                                         (*l)->vlog, words)) {
     /* A torn begin: ACTIVE persisted without all its words, so before its
      * fence, and nothing of the FASE can have persisted. */
     pmkit_fase_abort(*c);
