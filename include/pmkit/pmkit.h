@@ -47,7 +47,7 @@ const char *pmkit_strerror(int err);
 
 /* ---- pools --------------------------------------------------------------- */
 
-#define PMKIT_LAYOUT_VERSION 2u
+#define PMKIT_LAYOUT_VERSION 3u
 #define PMKIT_POOL_MIN_SIZE (2u << 20) /* 2 MiB */
 #define PMKIT_LAYOUT_MAX 48            /* bytes of a layout name, with NUL */
 
@@ -186,10 +186,11 @@ size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
 
 /* ---- persistent thread contexts ----------------------------------------- */
 
-/* Context slots per pool; journal entries (allocations plus frees) per
+/* Context slots per pool; allocations (journal entries) and frees per
  * failure-atomic section; persistent extension words per slot. */
 #define PMKIT_MAX_THREADS 64u
-#define PMKIT_JOURNAL_MAX 96u
+#define PMKIT_JOURNAL_MAX 54u
+#define PMKIT_FASE_FREES_MAX 96u
 #define PMKIT_CTX_EXT_WORDS 16u
 
 typedef struct pmkit_ctx pmkit_ctx;
@@ -228,7 +229,7 @@ int pmkit_fase_begin(pmkit_ctx *ctx, uint64_t tag);
 /* Start re-executing the interrupted section of an ACTIVE slot. */
 int pmkit_fase_replay(pmkit_ctx *ctx);
 /* Commit: one ordered store makes the section done, then deferred frees are
- * applied (finished by pmkit_pool_open if a crash interrupts them). */
+ * applied (a crash before they are durable leaks their blocks). */
 int pmkit_fase_commit(pmkit_ctx *ctx);
 /* Give up the section of an ACTIVE slot: its journaled allocations are
  * released, its deferred frees dropped, and the slot becomes IDLE. For

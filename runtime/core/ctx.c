@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctx.c -- persistent per-thread context slots and the state machine of a
- * failure-atomic section (IDLE -> ACTIVE -> COMMITTING -> IDLE). A slot's
+ * failure-atomic section (IDLE -> ACTIVE -> IDLE). A slot's
  * persistent contents (state, tag, allocation journal, runtime extension
  * words) outlive the process; which thread holds it is volatile and per run,
  * so after a crash recovery can adopt a slot whose section was in flight.
@@ -102,11 +102,7 @@ int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
    * fence, which orders all of it before the section's writes. The state
    * word's check stands for the order among them (pmk_active_word). */
   struct pmk_ctx_pm *pm = c->pm;
-  uint64_t seq = pm->seq + 1;
-  if (pm->njournal) { /* a count the check does not cover: first */
-    pmk_store64(&pm->njournal, 0);
-    pmk_fence();
-  }
+  uint64_t seq = pm->seq + 1; /* the journal's entries check against it */
   pmk_store64_line(&pm->tag, tag);
   pmk_store64_line(&pm->seq, seq);
   pmk_store64_line(&pm->state, pmk_active_word(tag, seq));
@@ -115,6 +111,8 @@ int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
   tc->fase = c;
   tc->replay = 0;
   tc->rcur = 0;
+  tc->nj = 0;
+  tc->nfrees = 0;
   return 0;
 }
 
@@ -128,6 +126,8 @@ int pmkit_fase_replay(pmkit_ctx *c) {
   tc->fase = c;
   tc->replay = 1;
   tc->rcur = 0;
+  tc->nj = pmk_journal_count(c->pm);
+  tc->nfrees = 0;
   return 0;
 }
 
@@ -143,18 +143,16 @@ int pmkit_fase_commit(pmkit_ctx *c) {
                    c->id);
   /* A re-execution that made fewer allocations and frees than the
    * interrupted one: the rest of the journal is not its work. */
-  if (tc->replay && tc->rcur < c->pm->njournal)
+  if (tc->replay && tc->rcur < tc->nj)
     pmk_journal_release(c->pool, c->pm, tc->rcur);
   tc->fase = NULL;
   tc->replay = 0;
-  if (c->pm->njournal == 0) { /* nothing deferred: one ordered store */
-    pmk_store64(&c->pm->state, PMK_CTX_IDLE);
-    pmk_fence();
-    return 0;
-  }
-  pmk_store64(&c->pm->state, PMK_CTX_COMMITTING);
+  /* One ordered store; the journal's entries no longer count (the slot is
+   * IDLE, and the next section's number makes their checks fail). */
+  pmk_store64(&c->pm->state, PMK_CTX_IDLE);
   pmk_fence();
-  return pmk_journal_finish(c->pool, c->pm);
+  pmk_fase_frees_apply(c->pool, tc);
+  return 0;
 }
 
 int pmkit_fase_abort(pmkit_ctx *c) {
@@ -167,6 +165,7 @@ int pmkit_fase_abort(pmkit_ctx *c) {
   if (tc->fase == c)
     tc->fase = NULL;
   tc->replay = 0;
+  tc->nfrees = 0;
   pmk_journal_release(c->pool, c->pm, 0);
   pmk_store64(&c->pm->state, PMK_CTX_IDLE);
   pmk_fence();

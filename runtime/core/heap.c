@@ -510,12 +510,28 @@ static int do_free(pmkit_pool *p, struct blk *b, int flush) {
 /* ---- journaled allocation (failure-atomic sections)
  * ---------------------------- */
 
-static void journal_append(struct pmk_ctx_pm *c, uint64_t e) {
-  uint64_t n = c->njournal;
-  pmk_store64(&c->journal[n], e);
-  pmk_fence(); /* entry durable before the count covers it */
-  pmk_store64(&c->njournal, n + 1);
-  pmk_fence(); /* count durable before the block is marked allocated */
+/* Journal entry e at the section's next index: the pair shares a line, and
+ * its check stands for the order between its two words, so one fence makes
+ * it durable before the block is marked allocated. (A crash before the
+ * fence leaves a check that fails: the block was not marked yet.) */
+static void journal_append(struct pmk_ctx_pm *c, struct pmk_tc *tc,
+                           uint64_t e) {
+  struct pmk_jent *j = &c->journal[tc->nj];
+  pmk_store64_line(&j->e, e);
+  pmk_store64_line(&j->check, pmk_journal_check(e, tc->nj, c->seq));
+  pmk_flush_line(j);
+  pmk_fence();
+  tc->nj++;
+}
+
+uint64_t pmk_journal_count(const struct pmk_ctx_pm *c) {
+  if (pmk_ctx_state(c) != PMK_CTX_ACTIVE)
+    return 0;
+  uint64_t n = 0;
+  while (n < PMKIT_JOURNAL_MAX &&
+         c->journal[n].check == pmk_journal_check(c->journal[n].e, n, c->seq))
+    n++;
+  return n;
 }
 
 static uint64_t entry_of(const pmkit_pool *p, const struct blk *b) {
@@ -528,7 +544,7 @@ static uint64_t entry_of(const pmkit_pool *p, const struct blk *b) {
 /* Ensure a journaled allocation is marked allocated (idempotent). */
 static void materialize(pmkit_pool *p, uint64_t e) {
   uint64_t off = e & PMK_J_OFF_MASK;
-  uint32_t n = (uint32_t)((e & ~PMK_J_FREE) >> PMK_J_LEN_SHIFT);
+  uint32_t n = (uint32_t)(e >> PMK_J_LEN_SHIFT);
   uintptr_t a = p->base + off;
   if (n) {
     uint32_t first =
@@ -543,25 +559,19 @@ static void materialize(pmkit_pool *p, uint64_t e) {
 }
 
 static void journal_materialize(pmkit_pool *p, struct pmk_ctx_pm *c) {
-  for (uint64_t i = 0; i < c->njournal && i < PMKIT_JOURNAL_MAX; i++)
-    if (!(c->journal[i] & PMK_J_FREE))
-      materialize(p, c->journal[i]);
+  for (uint64_t i = 0, n = pmk_journal_count(c); i < n; i++)
+    materialize(p, c->journal[i].e);
 }
 
-/* Release the allocations journaled at index >= from, and forget them. */
-int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
-  /* From the end, each entry leaves the journal durably before its block is
+void pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
+  /* From the end, each entry is retired durably before its block is
    * released: once released, the block may be reallocated and published by
    * another thread, and a crash must not let the journal hand it out again.
    * A crash in between leaks the block instead. */
-  uint64_t n =
-      c->njournal < PMKIT_JOURNAL_MAX ? c->njournal : PMKIT_JOURNAL_MAX;
-  for (uint64_t i = n; i-- > from;) {
-    uint64_t e = c->journal[i];
-    pmk_store64(&c->njournal, i);
+  for (uint64_t i = pmk_journal_count(c); i-- > from;) {
+    uint64_t e = c->journal[i].e;
+    pmk_store64(&c->journal[i].check, 0);
     pmk_fence();
-    if (e & PMK_J_FREE)
-      continue;
     struct blk b;
     if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b))
       continue;
@@ -570,53 +580,28 @@ int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
     else
       release(p, &b, 1);
   }
-  if (c->njournal != from) {
-    pmk_store64(&c->njournal, from);
-    pmk_fence();
-  }
-  return 0;
 }
 
-/* Apply deferred frees of a committed section, then empty the journal and
- * mark the slot idle. Idempotent: safe to repeat after a crash. */
-int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c) {
-  /* As in pmk_journal_release: a free leaves the journal durably before it
-   * is applied, so a crash can never apply it twice (the second time to a
-   * block reallocated meanwhile); it can only lose it, which leaks. */
-  uint64_t n =
-      c->njournal < PMKIT_JOURNAL_MAX ? c->njournal : PMKIT_JOURNAL_MAX;
-  for (uint64_t i = n; i-- > 0;) {
-    uint64_t e = c->journal[i];
-    if (!(e & PMK_J_FREE))
-      continue;
-    pmk_store64(&c->njournal, i);
-    pmk_fence();
+void pmk_fase_frees_apply(pmkit_pool *p, struct pmk_tc *tc) {
+  /* The commit is durable: a crash from here on loses the frees not yet
+   * durable (their blocks leak; the thread's next fence ends that window),
+   * never applies one twice. */
+  for (uint32_t i = 0; i < tc->nfrees; i++) {
     struct blk b;
-    if (blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b) || !blk_live(p, &b))
-      continue;
-    if (p->freemap)
+    if (!blk_at(p, tc->frees[i], &b) && blk_live(p, &b))
       do_free(p, &b, 1);
-    else
-      release(p, &b, 1);
   }
-  pmk_fence();
-  /* One line: a crash between the two leaves IDLE with a stale count
-   * (ignored, and reset by the next begin) or COMMITTING with none. */
-  pmk_store64_line(&c->njournal, 0);
-  pmk_store64(&c->state, PMK_CTX_IDLE);
-  pmk_fence();
-  return 0;
+  tc->nfrees = 0;
 }
 
 static int fase_alloc(pmkit_pool *p, struct pmk_tc *tc, size_t size,
                       void **out) {
   struct pmk_ctx_pm *c = tc->fase->pm;
   if (tc->replay) {
-    if (tc->rcur < c->njournal) {
-      uint64_t e = c->journal[tc->rcur];
+    if (tc->rcur < tc->nj) {
+      uint64_t e = c->journal[tc->rcur].e;
       struct blk b;
-      if (!(e & PMK_J_FREE) && !blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b) &&
-          b.size >= size) {
+      if (!blk_at(p, p->base + (e & PMK_J_OFF_MASK), &b) && b.size >= size) {
         tc->rcur++;
         materialize(p, e);
         *out = (void *)b.addr;
@@ -624,42 +609,32 @@ static int fase_alloc(pmkit_pool *p, struct pmk_tc *tc, size_t size,
       }
       /* Re-execution diverged from the journal: drop the rest of it. */
       pmk_journal_release(p, c, tc->rcur);
+      tc->nj = tc->rcur;
     }
     tc->replay = 0;
   }
-  if (c->njournal >= PMKIT_JOURNAL_MAX)
+  if (tc->nj >= PMKIT_JOURNAL_MAX)
     return pmk_err(PMKIT_E_NOSPC,
-                   "more than %u allocations and frees in one failure-atomic "
-                   "section",
+                   "more than %u allocations in one failure-atomic section",
                    PMKIT_JOURNAL_MAX);
   struct blk b;
   int r = reserve(p, tc, size, &b);
   if (r)
     return r;
-  journal_append(c, entry_of(p, &b));
+  journal_append(c, tc, entry_of(p, &b));
   commit(p, &b);
   *out = (void *)b.addr;
   return 0;
 }
 
-static int fase_free(pmkit_pool *p, struct pmk_tc *tc, struct blk *b) {
-  struct pmk_ctx_pm *c = tc->fase->pm;
-  uint64_t e = (uint64_t)(b->addr - p->base) | PMK_J_FREE;
-  if (tc->replay) {
-    if (tc->rcur < c->njournal && c->journal[tc->rcur] == e) {
-      tc->rcur++;
-      return 0;
-    }
-    if (tc->rcur < c->njournal)
-      pmk_journal_release(p, c, tc->rcur);
-    tc->replay = 0;
-  }
-  if (c->njournal >= PMKIT_JOURNAL_MAX)
+/* Deferred to commit, in DRAM only: before the commit is durable the
+ * section is re-executed (and frees again) or dropped. */
+static int fase_free(struct pmk_tc *tc, struct blk *b) {
+  if (tc->nfrees >= PMKIT_FASE_FREES_MAX)
     return pmk_err(PMKIT_E_NOSPC,
-                   "more than %u allocations and frees in one failure-atomic "
-                   "section",
-                   PMKIT_JOURNAL_MAX);
-  journal_append(c, e);
+                   "more than %u frees in one failure-atomic section",
+                   PMKIT_FASE_FREES_MAX);
+  tc->frees[tc->nfrees++] = b->addr;
   return 0;
 }
 
@@ -715,7 +690,7 @@ int pmkit_free(pmkit_pool *p, void *ptr) {
     if (!blk_live(p, &b))
       return pmk_err(PMKIT_E_INVAL, "pmkit_free(%p): block is not allocated",
                      ptr);
-    return fase_free(p, tc, &b);
+    return fase_free(tc, &b);
   }
   int r = do_free(p, &b, 0);
   pmk_crash_point(); /* see pmkit_alloc */
@@ -738,38 +713,34 @@ size_t pmkit_usable_size(pmkit_pool *p, const void *ptr) {
  * allocated, so liveness is not required. */
 static int journal_entry_ok(const pmkit_pool *p, uint64_t e) {
   uintptr_t a = p->base + (e & PMK_J_OFF_MASK);
-  uint32_t n = (uint32_t)((e & ~PMK_J_FREE) >> PMK_J_LEN_SHIFT);
-  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
+  uint32_t n = (uint32_t)(e >> PMK_J_LEN_SHIFT);
+  if (n >> 15 || a < p->heap || a >= chunk_addr(p, p->nchunks))
     return 0;
   uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
   uint32_t t = p->table[id];
   if (n) /* a large allocation: a run start, inside the heap */
-    return !(e & PMK_J_FREE) && a == chunk_addr(p, id) + PMK_LARGE_HDR &&
+    return a == chunk_addr(p, id) + PMK_LARGE_HDR &&
            (uint64_t)id + n <= p->nchunks;
   if (t >= 1 && t <= PMK_NCLASS) { /* a small block slot */
     uint32_t bs = pmk_class_size[t - 1];
     uintptr_t ca = chunk_addr(p, id) + PMK_CHUNK_HDR;
     return a >= ca && (a - ca) % bs == 0 && (a - ca) / bs < nblocks_of(t - 1);
   }
-  /* A freed large block, or a free whose chunk went back to the heap. */
-  return a == chunk_addr(p, id) + PMK_LARGE_HDR;
+  return 0;
 }
 
 static int journals_ok(pmkit_pool *p) {
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
     const struct pmk_ctx_pm *c = &p->ctxs[i];
-    if (pmk_ctx_state(c) > PMK_CTX_COMMITTING)
+    if (pmk_ctx_state(c) > PMK_CTX_ACTIVE)
       return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
                      (unsigned long long)c->state);
-    if (c->njournal > PMKIT_JOURNAL_MAX)
-      return pmk_err(PMKIT_E_CORRUPT, "context %u: journal count %llu", i,
-                     (unsigned long long)c->njournal);
-    for (uint64_t j = 0; j < c->njournal; j++)
-      if (!journal_entry_ok(p, c->journal[j]))
+    for (uint64_t j = 0, n = pmk_journal_count(c); j < n; j++)
+      if (!journal_entry_ok(p, c->journal[j].e))
         return pmk_err(PMKIT_E_CORRUPT,
                        "context %u: journal entry %llu (%#llx) is not a block",
                        i, (unsigned long long)j,
-                       (unsigned long long)c->journal[j]);
+                       (unsigned long long)c->journal[j].e);
   }
   return 0;
 }
@@ -826,8 +797,6 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
       uint64_t st = pmk_ctx_state(c);
       if (st == PMK_CTX_ACTIVE)
         journal_materialize(p, c);
-      else if (st == PMK_CTX_COMMITTING)
-        pmk_journal_finish(p, c);
     }
   }
   size_t fw = (p->nchunks + 63) / 64;
@@ -849,8 +818,8 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
   }
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
     struct pmk_ctx_pm *c = &p->ctxs[i];
-    for (uint64_t j = 0; j < c->njournal && j < PMKIT_JOURNAL_MAX; j++) {
-      uintptr_t a = p->base + (c->journal[j] & PMK_J_OFF_MASK);
+    for (uint64_t j = 0, n = pmk_journal_count(c); j < n; j++) {
+      uintptr_t a = p->base + (c->journal[j].e & PMK_J_OFF_MASK);
       if (a >= p->heap && a < chunk_addr(p, p->nchunks))
         pinned[(a - p->heap) >> PMK_CHUNK_SHIFT] = 1;
     }
@@ -1015,6 +984,14 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_gc: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  /* A section in flight will be re-executed or rolled back: the blocks it
+   * frees, or unpublished, may be live again afterwards. */
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)
+    if (pmk_ctx_state(&p->ctxs[i]) == PMK_CTX_ACTIVE)
+      return pmk_err(PMKIT_E_STATE,
+                     "context %u has a failure-atomic section in flight: "
+                     "recover the pool (pmkit_recover) before gc",
+                     i);
   pmk_tc_unreserve(p); /* release the caller's reservations, not sweep them */
   struct gc g = {.p = p, .flags = flags};
   g.marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g.marks);
@@ -1029,10 +1006,6 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
         gc_ref(&g, p->base + c->ext[k]); /* documented as offsets */
       else
         gc_ref(&g, c->ext[k]);
-    /* Journaled blocks, and the targets of deferred frees too: a replayed
-     * section will free them, so they must not be reallocated before. */
-    for (uint64_t j = 0; j < c->njournal && j < PMKIT_JOURNAL_MAX; j++)
-      gc_ref(&g, p->base + (c->journal[j] & PMK_J_OFF_MASK));
   }
   while (g.n && !g.oom) {
     uintptr_t a = g.stack[--g.n];

@@ -75,31 +75,36 @@ struct pmk_state {
   uint64_t root_size;
 };
 
-/* Context slot states (persistent). */
+/* Context slot states (persistent). Layout version 2 also had a
+ * committing state (2); it reads as corrupt now. */
 #define PMK_CTX_IDLE 0u
 #define PMK_CTX_ACTIVE 1u
-#define PMK_CTX_COMMITTING 2u
 
 /* Journal entry: pool offset of the block, bits 48..62 the chunk count of a
- * large block (0 for small), bit 63 set for a deferred free. */
-#define PMK_J_FREE (1ull << 63)
+ * large block (0 for small). */
 #define PMK_J_LEN_SHIFT 48
 #define PMK_J_OFF_MASK ((1ull << 48) - 1)
+
+/* An allocation journaled by a section: the entry and its check, in one
+ * 16-byte pair (so in one cache line, written back together). */
+struct pmk_jent {
+  uint64_t e;
+  uint64_t check; /* pmk_journal_check(e, index, seq); 0: retired */
+};
 
 struct pmk_ctx_pm {
   uint64_t state;
   uint64_t tag;
-  uint64_t seq; /* sections begun in this slot, ever */
-  uint64_t njournal;
+  uint64_t seq;      /* sections begun in this slot, ever */
+  uint64_t reserved; /* 0 (version 2's journal count) */
   uint64_t ext[PMKIT_CTX_EXT_WORDS];
-  uint64_t journal[PMKIT_JOURNAL_MAX];
   /* Slots are PMK_CTX_SIZE apart, as the header says, so each starts a
-   * cache line: state, tag, seq, njournal and the first four extension
-   * words share one line, written back together (layout version 2; version
-   * 1 packed the slots 928 bytes apart). */
-  uint64_t
-      pad[(PMK_CTX_SIZE - 8 * (4 + PMKIT_CTX_EXT_WORDS + PMKIT_JOURNAL_MAX)) /
-          8];
+   * cache line: state, tag, seq and the first four extension words share
+   * one line, written back together. The journal has no count: its entries
+   * are the leading ones whose check matches the section's number (layout
+   * version 3), so an append needs one fence and stale entries of earlier
+   * sections never count. */
+  struct pmk_jent journal[PMKIT_JOURNAL_MAX];
 };
 _Static_assert(sizeof(struct pmk_ctx_pm) == PMK_CTX_SIZE, "context slot");
 
@@ -113,12 +118,21 @@ static inline uint64_t pmk_active_word(uint64_t tag, uint64_t seq) {
   h = (h ^ h >> 32) * 0xd6e8feb86659fd93ull;
   return (h ^ h >> 32) << 8 | PMK_CTX_ACTIVE;
 }
-/* PMK_CTX_IDLE, _ACTIVE or _COMMITTING (or a corrupt word's value). */
+/* PMK_CTX_IDLE or _ACTIVE (or a corrupt word's value). */
 static inline uint64_t pmk_ctx_state(const struct pmk_ctx_pm *c) {
   uint64_t s = c->state;
   if ((s & 0xff) != PMK_CTX_ACTIVE)
     return s;
   return s == pmk_active_word(c->tag, c->seq) ? PMK_CTX_ACTIVE : PMK_CTX_IDLE;
+}
+/* The check of journal entry e at index i of section seq; never 0. A crash
+ * that persisted one word of the pair and not the other, or an entry left
+ * by an earlier section, fails it. */
+static inline uint64_t pmk_journal_check(uint64_t e, uint64_t i, uint64_t seq) {
+  uint64_t h = (e ^ 0x2545f4914f6cdd1dull) * 0x9e3779b97f4a7c15ull ^
+               (seq * PMKIT_JOURNAL_MAX + i);
+  h = (h ^ h >> 29) * 0xbf58476d1ce4e5b9ull;
+  return (h ^ h >> 32) | 1;
 }
 _Static_assert(PMK_CTX_OFF % 64 == 0 && PMK_CTX_SIZE % 64 == 0,
                "context slots start cache lines");
@@ -236,9 +250,14 @@ PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
 PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
 PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
 PMK_HIDDEN void pmk_tc_unreserve(pmkit_pool *p);
-PMK_HIDDEN int pmk_journal_finish(pmkit_pool *p, struct pmk_ctx_pm *c);
-PMK_HIDDEN int pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c,
-                                   uint64_t from);
+/* Entries of slot c's journal: the leading ones whose check holds, none
+ * unless a section is in flight. */
+PMK_HIDDEN uint64_t pmk_journal_count(const struct pmk_ctx_pm *c);
+/* Retire the entries at index >= from and release their blocks. */
+PMK_HIDDEN void pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c,
+                                    uint64_t from);
+/* Apply the frees a section deferred (after its commit is durable). */
+PMK_HIDDEN void pmk_fase_frees_apply(pmkit_pool *p, struct pmk_tc *tc);
 
 /* The calling thread's state for one pool: allocator cache (heap.c), its
  * context slot and failure-atomic section (ctx.c). */
@@ -256,6 +275,11 @@ struct pmk_tc {
   pmkit_ctx *fase; /* set between pmkit_fase_begin/replay and commit */
   int replay;
   uint64_t rcur; /* next journal entry to replay */
+  uint64_t nj;   /* journal entries of the section in flight */
+  /* Frees deferred to the section's commit, in DRAM only: a crash before
+   * the commit re-executes the section (which frees again) or drops it. */
+  uint32_t nfrees;
+  uintptr_t frees[PMKIT_FASE_FREES_MAX];
   struct pmk_tcls cls[PMK_NCLASS];
 };
 PMK_HIDDEN struct pmk_tc *pmk_tc_slow(pmkit_pool *p);

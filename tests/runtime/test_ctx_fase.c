@@ -3,8 +3,9 @@
  * test_ctx_fase.c -- thread context slots and the allocation journal of
  * failure-atomic sections. Slots are claimed per thread and stable across
  * runs; frees inside a section are deferred to commit; abort releases the
- * section's blocks; a full journal is an error, not a crash. The core of the
- * test is a crash at every crash point of a section (three allocations and
+ * section's blocks and drops its frees; a full journal or free list is an
+ * error, not a crash; gc refuses a pool with a section in flight. The core of
+ * the test is a crash at every crash point of a section (three allocations and
  * one free): after each, recovery adopts the slot, replays the section and
  * must get exactly the blocks the crashed run got, in order, and the heap
  * must end with the section's blocks live, the freed block free, no leak.
@@ -88,6 +89,7 @@ static int recover_and_check(const char *path) {
   CHECK_OK(pmkit_root(p, sizeof *r, (void **)&r));
   CHECK_OK(pmkit_ctx_peek(p, 0, &s));
   if (s == PMKIT_CTX_ACTIVE) {
+    CHECK_RC(pmkit_pool_gc(p, 0, NULL), PMKIT_E_STATE); /* recover first */
     CHECK_OK(pmkit_ctx_adopt(p, 0, &c));
     CHECK(pmkit_fase_tag(c) == 42);
     CHECK_OK(pmkit_fase_replay(c));
@@ -189,6 +191,18 @@ int main(int argc, char **argv) {
     r = pmkit_alloc(p, 16, &b);
   CHECK_RC(r, PMKIT_E_NOSPC);
   CHECK_OK(pmkit_fase_abort(c));
+  void *many[PMKIT_FASE_FREES_MAX + 1];
+  for (unsigned i = 0; i <= PMKIT_FASE_FREES_MAX; i++)
+    CHECK_OK(pmkit_alloc(p, 16, &many[i]));
+  CHECK_OK(pmkit_fase_begin(c, 4));
+  for (unsigned i = 0; i < PMKIT_FASE_FREES_MAX; i++)
+    CHECK_OK(pmkit_free(p, many[i]));
+  CHECK_RC(pmkit_free(p, many[PMKIT_FASE_FREES_MAX]), PMKIT_E_NOSPC);
+  CHECK_OK(pmkit_fase_abort(c)); /* drops the frees */
+  for (unsigned i = 0; i <= PMKIT_FASE_FREES_MAX; i++) {
+    CHECK(pmkit_usable_size(p, many[i]) > 0);
+    CHECK_OK(pmkit_free(p, many[i]));
+  }
   CHECK_OK(pmkit_pool_close(p));
   CHECK_OK(pmkit_pool_open(path, NULL, &p));
   CHECK_OK(pmkit_ctx_get(p, &c));
