@@ -510,17 +510,20 @@ static int do_free(pmkit_pool *p, struct blk *b, int flush) {
 /* ---- journaled allocation (failure-atomic sections)
  * ---------------------------- */
 
-/* Journal entry e at the section's next index: the pair shares a line, and
- * its check stands for the order between its two words, so one fence makes
- * it durable before the block is marked allocated. (A crash before the
- * fence leaves a check that fails: the block was not marked yet.) */
-static void journal_append(struct pmk_ctx_pm *c, struct pmk_tc *tc,
-                           uint64_t e) {
+/* Journal entry e at the section's next index. The pair shares a line, and
+ * its check stands for the order between its two words. A large run is
+ * marked allocated after the entry: a fence orders them (without it a
+ * crash could leak the run). A small block was marked when the thread
+ * reserved it: its entry is durable by the section's next fence, and a
+ * crash before leaks it as it leaks the reserved blocks not handed out. */
+static void journal_append(struct pmk_ctx_pm *c, struct pmk_tc *tc, uint64_t e,
+                           int fence) {
   struct pmk_jent *j = &c->journal[tc->nj];
   pmk_store64_line(&j->e, e);
   pmk_store64_line(&j->check, pmk_journal_check(e, tc->nj, c->seq));
   pmk_flush_line(j);
-  pmk_fence();
+  if (fence)
+    pmk_fence();
   tc->nj++;
 }
 
@@ -621,7 +624,7 @@ static int fase_alloc(pmkit_pool *p, struct pmk_tc *tc, size_t size,
   int r = reserve(p, tc, size, &b);
   if (r)
     return r;
-  journal_append(c, tc, entry_of(p, &b));
+  journal_append(c, tc, entry_of(p, &b), b.large);
   commit(p, &b);
   *out = (void *)b.addr;
   return 0;
