@@ -103,8 +103,9 @@ void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n);
  *   }
  *   body: __pmkit_clobber_log(p, n) before each clobber write to [p, p+n)
  *         (a run of them in one block, all before its first write: _batch
- *         for all but the last), __pmkit_clobber_wb after each write to PM
- *         (ADR builds);
+ *         for all but the last; a loop's, in a copy of the loop before it:
+ *         _batch for each, then __pmkit_clobber_log(NULL, 0)),
+ *         __pmkit_clobber_wb after each write to PM (ADR builds);
  *   __pmkit_clobber_exit();                // at every return
  * A nested FASE is part of the outer one. Recovery calls `replay` of the
  * table entry whose id the interrupted section carries, with the logged
@@ -136,7 +137,9 @@ void __pmkit_clobber_arg_buf(const void *p, uint64_t len, uint32_t scratch);
 /* Persist the vlog and open the section (pmkit_fase_begin). */
 void __pmkit_clobber_begin(void);
 /* Save the size bytes at addr (if in the FASE's pool) before a clobber
- * write; durable before it returns (ADR). A no-op outside a FASE. */
+ * write; durable before it returns (ADR), with the entries _batch left.
+ * size 0 saves nothing and only makes those durable. A no-op outside a
+ * FASE. */
 void __pmkit_clobber_log(const void *addr, uint64_t size);
 /* The same, left to the next __pmkit_clobber_log's fence (ABI 6). */
 void __pmkit_clobber_log_batch(const void *addr, uint64_t size);

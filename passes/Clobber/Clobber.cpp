@@ -35,7 +35,10 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/CaptureTracking.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/MemoryLocation.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
@@ -48,7 +51,9 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 #include <functional>
 #include <string>
@@ -69,6 +74,7 @@ STATISTIC(NumDominated, "Writes not logged: dominated by a covering write");
 STATISTIC(NumNoInput, "Writes not logged: no input read may precede them");
 STATISTIC(NumWriteBacks, "Write-backs inserted (ADR)");
 STATISTIC(NumBatched, "Log calls moved up to share the fence of a batch");
+STATISTIC(NumPreLogged, "Log calls moved before their loop (one fence)");
 STATISTIC(NumLockWarnings, "Two-phase locking warnings");
 STATISTIC(NumStripped, "Flushes and fences of the program removed from FASEs");
 
@@ -751,11 +757,11 @@ static Value *writeSize(IRBuilder<> &B, const Access &W, Type *I64) {
 // recovery restores just as well. Maps each run's first write to the run.
 static DenseMap<Instruction *, SmallVector<const Access *, 4>>
 batchLogs(Function &F, const std::vector<std::pair<Access, Why>> &Writes,
-          DominatorTree &DT) {
+          DominatorTree &DT, const DenseSet<Instruction *> &PreLogged) {
   DenseMap<Instruction *, const Access *> Logged;
   for (const auto &[W, Why] : Writes)
     if ((Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) &&
-        !W.I->isTerminator())
+        !W.I->isTerminator() && !PreLogged.count(W.I))
       Logged[W.I] = &W;
   DenseMap<Instruction *, SmallVector<const Access *, 4>> Runs;
   // V is available at At, or is an address computation (no side effects)
@@ -810,6 +816,172 @@ batchLogs(Function &F, const std::vector<std::pair<Access, Why>> &Writes,
   return Runs;
 }
 
+// A loop whose logged writes can all be logged before it starts: a loop
+// with one exit, at its latch, and a trip count scalar evolution knows,
+// whose logged writes run in every iteration (their blocks dominate the
+// latch, in no inner loop), at addresses computed from values defined
+// before the loop, affine induction variables and loads of memory nothing
+// in the loop may write. A copy of that computation, in a loop of its own
+// before the original, logs every iteration's bytes with one fence at its
+// end; the original loop logs nothing. As in a batch, a write logged early
+// saves a value at least as old as its own position would see, which
+// recovery restores just as well.
+struct PreLog {
+  Loop *L;
+  SmallVector<const Access *, 4> Ws;
+};
+
+static std::vector<PreLog>
+planPreLogs(const std::vector<std::pair<Access, Why>> &Writes, LoopInfo &LI,
+            ScalarEvolution &SE, AAResults &AA, DominatorTree &DT) {
+  MapVector<Loop *, SmallVector<const Access *, 4>> ByLoop;
+  SmallPtrSet<Loop *, 4> Bad;
+  for (const auto &[W, Why] : Writes) {
+    if (!(Why == Why::Clobber || Why == Why::Undo || Why == Why::Callee) ||
+        W.I->isTerminator())
+      continue;
+    Loop *L = LI.getLoopFor(W.I->getParent());
+    if (!L)
+      continue;
+    BasicBlock *Latch = L->getLoopLatch();
+    if (!Latch || !DT.dominates(W.I->getParent(), Latch))
+      Bad.insert(L); // conditional in the loop: its own log, so the loop's
+    ByLoop[L].push_back(&W);
+  }
+  std::vector<PreLog> Plan;
+  for (auto &Entry : ByLoop) {
+    Loop *L = Entry.first;
+    auto &Ws = Entry.second;
+    // Inlining into the FASE leaves loops without a preheader: add one.
+    if (!Bad.count(L) && !L->getLoopPreheader() &&
+        InsertPreheaderForLoop(L, &DT, &LI, nullptr, false))
+      SE.forgetLoop(L);
+    if (Bad.count(L) || !L->getSubLoops().empty() || !L->getLoopPreheader() ||
+        L->getExitingBlock() != L->getLoopLatch() ||
+        isa<SCEVCouldNotCompute>(SE.getBackedgeTakenCount(L)))
+      continue;
+    // What may write memory in the loop, for the loads the copy repeats.
+    SmallVector<Instruction *, 16> Writers;
+    for (BasicBlock *B : L->blocks())
+      for (Instruction &I : *B)
+        if (I.mayWriteToMemory() && !isa<DbgInfoIntrinsic>(I) &&
+            !(isa<IntrinsicInst>(I) &&
+              cast<IntrinsicInst>(I).isLifetimeStartOrEnd()))
+          Writers.push_back(&I);
+    DenseMap<Value *, bool> Memo;
+    std::function<bool(Value *, unsigned)> Copyable = [&](Value *V,
+                                                          unsigned Depth) {
+      auto *I = dyn_cast<Instruction>(V);
+      if (!I || !L->contains(I))
+        return true; // defined before the loop, or a constant
+      if (auto It = Memo.find(V); It != Memo.end())
+        return It->second;
+      bool Ok = false;
+      if (auto *Phi = dyn_cast<PHINode>(I)) {
+        auto *AR = dyn_cast<SCEVAddRecExpr>(SE.getSCEV(Phi));
+        Ok = Phi->getParent() == L->getHeader() && AR && AR->isAffine() &&
+             AR->getLoop() == L && Phi->getType()->isIntegerTy() &&
+             SE.isLoopInvariant(AR->getStart(), L) &&
+             SE.isLoopInvariant(AR->getStepRecurrence(SE), L);
+      } else if (Depth > 0 &&
+                 (isa<GetElementPtrInst>(I) || isa<CastInst>(I) ||
+                  isa<BinaryOperator>(I) || isa<LoadInst>(I)) &&
+                 !I->mayHaveSideEffects() && !I->isVolatile() &&
+                 (!isa<LoadInst>(I) || cast<LoadInst>(I)->isSimple()) &&
+                 !(isa<BinaryOperator>(I) && I->isIntDivRem())) {
+        Ok = true;
+        if (auto *Ld = dyn_cast<LoadInst>(I)) {
+          MemoryLocation ML = MemoryLocation::get(Ld);
+          for (Instruction *Wr : Writers)
+            if (isModSet(AA.getModRefInfo(Wr, ML))) {
+              Ok = false;
+              break;
+            }
+        }
+        for (Value *Op : I->operands())
+          if (Ok && !Copyable(Op, Depth - 1))
+            Ok = false;
+      }
+      Memo[V] = Ok;
+      return Ok;
+    };
+    bool Ok = true;
+    for (const Access *W : Ws)
+      if (!Copyable(const_cast<Value *>(W->Loc.Ptr), 8) ||
+          !Copyable(sizeOf(*W), 8)) {
+        Ok = false;
+        break;
+      }
+    if (Ok)
+      Plan.push_back({L, Ws});
+  }
+  return Plan;
+}
+
+// Builds the logging loop of P between its loop's preheader and header.
+static void emitPreLog(const PreLog &P, ScalarEvolution &SE,
+                       FunctionCallee LogBatch, FunctionCallee Log,
+                       const DataLayout &DL) {
+  Loop *L = P.L;
+  BasicBlock *Pre = L->getLoopPreheader(), *Header = L->getHeader();
+  LLVMContext &Ctx = Header->getContext();
+  Type *I64 = Type::getInt64Ty(Ctx);
+  SCEVExpander Exp(SE, DL, "pmkit.prelog");
+  Instruction *PreTerm = Pre->getTerminator();
+  const SCEV *BTC = SE.getBackedgeTakenCount(L);
+  Value *Last = Exp.expandCodeFor(BTC, BTC->getType(), PreTerm);
+  Type *IT = Last->getType();
+  Function *F = Header->getParent();
+  BasicBlock *Body = BasicBlock::Create(Ctx, "pmkit.prelog", F, Header);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "pmkit.prelog.done", F, Header);
+  // Header phis take their entry values from Done now.
+  for (PHINode &Phi : Header->phis())
+    Phi.replaceIncomingBlockWith(Pre, Done);
+  PreTerm->replaceUsesOfWith(Header, Body);
+
+  IRBuilder<> B(Body);
+  PHINode *Iter = B.CreatePHI(IT, 2, "pmkit.prelog.i");
+  Iter->addIncoming(ConstantInt::get(IT, 0), Pre);
+  DenseMap<Value *, Value *> Map;
+  std::function<Value *(Value *)> Copy = [&](Value *V) -> Value * {
+    auto *I = dyn_cast<Instruction>(V);
+    if (!I || !L->contains(I))
+      return V;
+    if (Value *C = Map.lookup(V))
+      return C;
+    Value *C;
+    if (auto *Phi = dyn_cast<PHINode>(I)) {
+      auto *AR = cast<SCEVAddRecExpr>(SE.getSCEV(Phi));
+      Type *T = Phi->getType();
+      Value *Start = Exp.expandCodeFor(AR->getStart(), T, PreTerm);
+      Value *Step = Exp.expandCodeFor(AR->getStepRecurrence(SE), T, PreTerm);
+      C = B.CreateAdd(Start, B.CreateMul(Step, B.CreateZExtOrTrunc(Iter, T)));
+    } else {
+      Instruction *N = I->clone();
+      for (Use &U : N->operands())
+        U.set(Copy(U.get()));
+      B.Insert(N);
+      C = N;
+    }
+    Map[V] = C;
+    return C;
+  };
+  for (const Access *W : P.Ws) {
+    Value *Addr = Copy(const_cast<Value *>(W->Loc.Ptr));
+    Value *Size = B.CreateZExtOrTrunc(Copy(sizeOf(*W)), I64);
+    B.CreateCall(LogBatch, {Addr, Size});
+    ++NumPreLogged;
+  }
+  Value *More = B.CreateICmpNE(Iter, Last);
+  Iter->addIncoming(B.CreateAdd(Iter, ConstantInt::get(IT, 1)), Body);
+  B.CreateCondBr(More, Body, Done);
+  IRBuilder<> D(Done);
+  // A log of nothing: the fence of the entries above.
+  D.CreateCall(Log, {ConstantPointerNull::get(PointerType::getUnqual(Ctx)),
+                     ConstantInt::get(I64, 0)});
+  D.CreateBr(Header);
+}
+
 // Logs before, write-backs after, crash points before: for every write of
 // the last analyse() that may reach PM.
 void ClobberInstrumenter::instrumentWrites(Function &F) {
@@ -819,13 +991,25 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
   FunctionCallee Log = rtFn("__pmkit_clobber_log", Void, {Ptr, I64});
   FunctionCallee LogBatch = rtFn("__pmkit_clobber_log_batch", Void, {Ptr, I64});
   DenseMap<Instruction *, SmallVector<const Access *, 4>> Runs;
-  DenseSet<Instruction *> Moved; // logged by their run's first write
+  DenseSet<Instruction *> Moved;     // logged by their run's first write
+  DenseSet<Instruction *> PreLogged; // logged before their loop
+  std::vector<PreLog> PreLogs;
   if (!SkipLogOpt) {
-    Runs = batchLogs(F, Writes, FAM.getResult<DominatorTreeAnalysis>(F));
+    DominatorTree &DT = FAM.getResult<DominatorTreeAnalysis>(F);
+    PreLogs = planPreLogs(Writes, FAM.getResult<LoopAnalysis>(F),
+                          FAM.getResult<ScalarEvolutionAnalysis>(F),
+                          FAM.getResult<AAManager>(F), DT);
+    for (const PreLog &P : PreLogs)
+      for (const Access *W : P.Ws)
+        PreLogged.insert(W->I);
+    Runs = batchLogs(F, Writes, DT, PreLogged);
     for (auto &[First, Run] : Runs)
       for (const Access *W : Run)
         if (W->I != First)
           Moved.insert(W->I);
+    for (const PreLog &P : PreLogs)
+      emitPreLog(P, FAM.getResult<ScalarEvolutionAnalysis>(F), LogBatch, Log,
+                 DL);
   }
   FunctionCallee Flush = rtFn("__pmkit_clobber_wb", Void, {Ptr, I64});
   FunctionCallee Crash = rtFn("__pmkit_crash_point", Void, {});
@@ -844,6 +1028,8 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
           R && Why == Why::Clobber)
         errs() << " (" << R->getOpcodeName() << " at " << pmkit::sourceLoc(R)
                << ")";
+      if (PreLogged.count(W.I))
+        errs() << ", before its loop";
       errs() << '\n';
     }
     if (Why == Why::NotPM)
@@ -867,7 +1053,7 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
                        {const_cast<Value *>(Run[K]->Loc.Ptr),
                         writeSize(B, *Run[K], I64)});
         NumBatched += Run.size() - 1;
-      } else if (!Moved.count(W.I)) {
+      } else if (!Moved.count(W.I) && !PreLogged.count(W.I)) {
         B.CreateCall(Log, {Addr, Size});
       }
     }
@@ -1130,6 +1316,7 @@ bool ClobberInstrumenter::run() {
   for (auto &[F, W] : Plan) {
     Writes = W;
     instrumentWrites(*F);
+    FAM.invalidate(*F, PreservedAnalyses::none());
   }
   for (Function *F : Fases) {
     instrumentFase(*F);

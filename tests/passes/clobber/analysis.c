@@ -155,6 +155,42 @@ PMKIT_FASE void counted(struct rec *r, long *restrict done) {
   *done = 1;
 }
 
+// A loop's clobber writes, at addresses computed from the induction
+// variable and an index array nothing in the loop writes: a copy of the
+// loop logs every iteration's bytes before it, with one fence at its end,
+// and the loop itself logs nothing.
+// CHECK-LABEL: pmkit-clobber: bump_all
+// CHECK-NEXT: store: logged: clobbers an input read (load at {{.*}}analysis.c:[[#@LINE+14]]), before its loop
+// IR-LABEL: define {{.*}}void @bump_all(
+// IR: pmkit.prelog:
+// IR: call void @__pmkit_clobber_log_batch(
+// IR: pmkit.prelog.done:
+// IR-NEXT: call void @__pmkit_clobber_log(ptr null, i64 0)
+// IR-NOT: call void @__pmkit_clobber_log
+// IR: call void @__pmkit_clobber_wb(
+// IR-NOT: call void @__pmkit_clobber_log
+// IR: {{^}}}
+PMKIT_FASE void bump_all(struct rec *r, const unsigned char *restrict idx,
+                         unsigned n) {
+#pragma clang loop unroll(disable)
+  for (unsigned j = 0; j < n; j++)
+    r->arr[idx[j] & 3] += 1;
+}
+
+// A loop that follows pointers it reads: the next address is known only in
+// its iteration, so each write is logged where it is.
+// CHECK-LABEL: pmkit-clobber: chain
+// CHECK-NEXT: store: logged: clobbers an input read (load at {{.*}}analysis.c:[[#@LINE+8]]){{$}}
+// IR-LABEL: define {{.*}}void @chain(
+// IR-NOT: pmkit.prelog
+// IR: call void @__pmkit_clobber_log(
+// IR-NOT: pmkit.prelog
+// IR: {{^}}}
+PMKIT_FASE void chain(struct rec *r, unsigned n) {
+  for (unsigned j = 0; j < n && r; j++, r = r->next)
+    r->a += 1;
+}
+
 // The replay stubs and the table come after the functions.
 // IR: define internal void @__pmkit_clobber_replay.read_then_write(ptr
-// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 12)
+// IR: @__pmkit_clobber_register(ptr @__pmkit_clobber_table, i32 14)
