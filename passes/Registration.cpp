@@ -17,6 +17,7 @@
 #include "Clobber/Clobber.h"
 #include "PMAlias/PMAlias.h"
 #include "Robust/Robust.h"
+#include "SSAPP/SSAPP.h"
 #include "Trace/Trace.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -60,6 +61,12 @@ void addClobberPasses(ModulePassManager &MPM, OptimizationLevel) {
   MPM.addPass(pmkit::ClobberPass());
 }
 
+// SSAPP works on the optimised FASE too (after inlining and mem2reg):
+// fewer values live across RISEs, fewer loads to persist.
+void addSSAPPPasses(ModulePassManager &MPM, OptimizationLevel) {
+  MPM.addPass(pmkit::SSAPPPass());
+}
+
 const ModeInfo ModeTable[] = {
     {Mode::None, "none", "only attach pmkit annotations (default)",
      addNoPasses},
@@ -67,7 +74,8 @@ const ModeInfo ModeTable[] = {
      addRobustPasses},
     {Mode::Clobber, "clobber", "Clobber-NVM: failure-atomic functions",
      addNoPasses, addClobberPasses},
-    {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR", nullptr},
+    {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR",
+     addNoPasses, addSSAPPPasses},
     {Mode::ARP, "arp", "language-level persistency: lower pmkit::atomic",
      nullptr},
 };
@@ -129,6 +137,10 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
     MPM.addPass(pmkit::ClobberPass());
     return true;
   }
+  if (Name == pmkit::SSAPPPass::PassName) {
+    MPM.addPass(pmkit::SSAPPPass());
+    return true;
+  }
   if (Name == pmkit::PMAliasPrinterPass::PassName) {
     MPM.addPass(pmkit::PMAliasPrinterPass());
     return true;
@@ -147,6 +159,8 @@ void registerCallbacks(PassBuilder &PB) {
                             pmkit::RobustPass::PassName);
     PIC->addClassToPassName(pmkit::ClobberPass::name(),
                             pmkit::ClobberPass::PassName);
+    PIC->addClassToPassName(pmkit::SSAPPPass::name(),
+                            pmkit::SSAPPPass::PassName);
     PIC->addClassToPassName(pmkit::PMAliasPrinterPass::name(),
                             pmkit::PMAliasPrinterPass::PassName);
   }

@@ -22,7 +22,8 @@ MODES: dict[str, str | None] = {
     "none": "annotations only: no instrumentation",
     "robust": "PMRobust: the compiler inserts the flushes and fences",
     "clobber": "Clobber-NVM: failure-atomic functions (PMKIT_FASE) by clobber logging",
-    "ssapp": None,
+    "ssapp": "SSAPP: failure-atomic and lock-free functions (PMKIT_FASE) on eADR, resumed "
+    "after a crash",
     "wpp": None,
     "arp": None,
 }
@@ -57,6 +58,12 @@ Clobber mode (docs/modes/clobber.md):
   --clobber-allow=F,G  external functions a FASE may call (they write no PM)
   --report             list each FASE's writes and whether (and why) each is logged
   --whole-program      as for robust mode: the analysis sees across source files
+
+SSAPP mode (docs/modes/ssapp.md):
+  --ssapp-fence=F      sfence (end every RISE with an sfence; the default) or compiler (a
+                       compiler barrier: enough on x86 under eADR)
+  --ssapp-allow=F,G    external functions a FASE may call (calling them again is harmless)
+  --report             list each FASE's RISEs: kind, source line, torn-bit slots
 
 Also usable as CC="pmkit cc" in a build system.
 """
@@ -138,12 +145,21 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     return cmd, dry
 
 
+def function_names(arg: str) -> str:
+    """The list of an --X-allow=F,G option, checked."""
+    flag, names = arg.split("=", 1)
+    if not names or any(not n.strip() for n in names.split(",")):
+        raise UsageError(f"{flag} needs function names, separated by commas")
+    return names
+
+
 def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     """The clang command, whether it is a dry run, and what --whole-program needs (or None)."""
     whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
     robust: list[str] = []  # -mllvm options of robust mode
     clobber: list[str] = []  # -mllvm options of clobber mode
+    ssapp: list[str] = []  # -mllvm options of ssapp mode
     report = False
     it = iter(argv)
     for a in it:
@@ -164,10 +180,14 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
                 raise UsageError(f"unknown clobber domain '{domain}' (choose from adr, eadr)")
             clobber.append(f"-pmkit-clobber-domain={domain}")
         elif a.startswith("--clobber-allow="):
-            names = a.split("=", 1)[1]
-            if not names or any(not n.strip() for n in names.split(",")):
-                raise UsageError("--clobber-allow needs function names, separated by commas")
-            clobber.append(f"-pmkit-clobber-allow={names}")
+            clobber.append(f"-pmkit-clobber-allow={function_names(a)}")
+        elif a.startswith("--ssapp-fence="):
+            fence = a.split("=", 1)[1]
+            if fence not in ("sfence", "compiler"):
+                raise UsageError(f"unknown ssapp fence '{fence}' (choose from sfence, compiler)")
+            ssapp.append(f"-pmkit-ssapp-fence={fence}")
+        elif a.startswith("--ssapp-allow="):
+            ssapp.append(f"-pmkit-ssapp-allow={function_names(a)}")
         elif a.startswith("--robust-setting="):
             setting = a.split("=", 1)[1]
             if setting not in ("base", "opt", "flit"):
@@ -206,11 +226,15 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         raise UsageError(
             "--clobber-setting, --clobber-domain and --clobber-allow need --mode=clobber"
         )
-    if (report or whole) and mode not in ("robust", "clobber"):
-        raise UsageError("--report and --whole-program need --mode=robust or --mode=clobber")
+    if ssapp and mode != "ssapp":
+        raise UsageError("--ssapp-fence and --ssapp-allow need --mode=ssapp")
+    if report and mode not in ("robust", "clobber", "ssapp"):
+        raise UsageError("--report needs --mode=robust, --mode=clobber or --mode=ssapp")
+    if whole and mode not in ("robust", "clobber"):
+        raise UsageError("--whole-program needs --mode=robust or --mode=clobber")
     if report:
-        (robust if mode == "robust" else clobber).append(f"-pmkit-{mode}-report")
-    robust += clobber  # the mode's -mllvm options
+        robust.append(f"-pmkit-{mode}-report")
+    robust += clobber + ssapp  # the mode's -mllvm options
     if whole and any(a in NO_LINK for a in rest):
         raise UsageError("--whole-program builds a program: drop -c, -S or -E")
     if loads and not trace:

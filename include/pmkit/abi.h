@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 6u
+#define PMKIT_ABI_VERSION 7u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -150,6 +150,79 @@ void __pmkit_clobber_wb(const void *addr, uint64_t size);
 /* Leave a FASE: the outermost commits (fence, then one ordered store). */
 void __pmkit_clobber_exit(void);
 
+/* ---- ssapp mode (the pmkit-ssapp pass; runtime/ssapp) -------------------
+ * A function marked PMKIT_FASE is cut into RISEs (read, write, RMW, call
+ * and allocation sections, each one block) and runs as
+ *   frame = __pmkit_ssapp_enter(id, anchor); // the thread's frame for id
+ *   each argument to its frame slot (pointers: __pmkit_ssapp_check_ptr);
+ *   __pmkit_ssapp_begin();                    // in flight from here
+ *   per RISE R: buoy word  R | t << 63  to frame word 0 (read and RMW
+ *     RISEs first flip t in their flipper word and store it back after
+ *     the buoy), the body, whose values that outlive the RISE go to frame
+ *     slots, then a fence (or a compiler barrier);
+ *   __pmkit_ssapp_exit();                     // before every return
+ * Slots written by read, RMW or allocation RISEs hold 32 bits of value
+ * and the RISE's torn bit in bit 63 (wider values take two slots); a slot
+ * whose bits 32..62 are not zero is invalid. Recovery calls
+ * `recover(frame, resume)`: resume is 2R to start RISE R again, 2R+1 to
+ * continue after it (Table 3 of the SSAPP paper). */
+#define PMKIT_SSAPP_TORN (1ull << 63)
+#define PMKIT_SSAPP_INVALID (1ull << 62)
+enum {
+  PMKIT_RISE_READ = 1,  /* loads; skipped after a crash if its slots match */
+  PMKIT_RISE_WRITE = 2, /* stores; always re-executed                      */
+  PMKIT_RISE_CALL = 3,  /* one idempotent call; always re-executed         */
+  PMKIT_RISE_ALLOC = 4, /* one pmkit_alloc: re-executed, same block        */
+  PMKIT_RISE_RMW = 5,   /* one atomic RMW, last; skipped if it took effect */
+};
+struct __pmkit_ssapp_rise {
+  uint32_t kind;  /* PMKIT_RISE_*                                        */
+  uint32_t first; /* its torn-bit slots: slots[first .. first+nslots)    */
+  uint32_t nslots;
+  uint32_t line; /* source line, for messages (0: unknown)              */
+};
+struct __pmkit_ssapp_fase {
+  uint64_t id;      /* 64-bit FNV-1a of the function's symbol name      */
+  const char *name; /* the symbol name, for messages                    */
+  void (*recover)(uint64_t *frame, uint64_t resume);
+  uint32_t frame_bytes; /* the frame: buoy, flippers, slots, locals    */
+  uint32_t nrises;      /* RISE R (1-based) is rises[R-1]              */
+  const struct __pmkit_ssapp_rise *rises;
+  const uint32_t *slots; /* byte offsets of torn-bit slots in the frame */
+  uint32_t flags;        /* PMKIT_SSAPP_*                               */
+  uint32_t reserved;
+};
+/* The module's RISEs end with a compiler barrier instead of a fence. */
+#define PMKIT_SSAPP_COMPILER_FENCE 1u
+/* Registers a module's FASEs (a constructor the pass adds). */
+void __pmkit_ssapp_register(const struct __pmkit_ssapp_fase *t, uint32_t n);
+/* The calling thread's frame for FASE id in the pool holding `anchor` (or
+ * the only open pool), zeroed when first allocated and reused after. */
+uint64_t *__pmkit_ssapp_enter(uint64_t id, const void *anchor);
+/* A pointer argument: NULL or into a pool, or the program stops. */
+void __pmkit_ssapp_check_ptr(const void *p, uint32_t argno);
+/* The arguments are in the frame: the FASE is in flight. */
+void __pmkit_ssapp_begin(void);
+/* The FASE completed: one ordered store ends it. */
+void __pmkit_ssapp_exit(void);
+/* pmkit_alloc / pmkit_zalloc inside a FASE (an allocation RISE): the
+ * pool is the FASE's; re-executed after a crash, it returns the block it
+ * returned before. */
+int __pmkit_ssapp_alloc(void *pool, uint64_t size, void **out, uint32_t zero);
+/* pmkit_free inside a FASE: in the FASE's pool, applied when it commits. */
+int __pmkit_ssapp_free(void *pool, void *p);
+/* PM locks inside a FASE (kind: PMKIT_SSAPP_LOCK_*): the thread's held
+ * locks are recorded, so that recovery holds them again before any
+ * interrupted FASE resumes; taking a held lock again, or releasing one not
+ * held, does nothing (a re-executed RISE). */
+enum {
+  PMKIT_SSAPP_LOCK_MUTEX = 1,
+  PMKIT_SSAPP_LOCK_READ = 2,
+  PMKIT_SSAPP_LOCK_WRITE = 3,
+};
+void __pmkit_ssapp_lock(void *lock, uint32_t kind);
+void __pmkit_ssapp_unlock(void *lock, uint32_t kind);
+
 /* Owners of the persistent words of a thread context (pmkit_ctx_ext). */
 enum {
   PMKIT_EXT_CLOBBER = 0, /* words 0..3   */
@@ -168,6 +241,8 @@ enum {
  *   5  __pmkit_clobber_* calls and the FASE table of the pmkit-clobber pass.
  *   6  __pmkit_clobber_log_batch (log entries sharing one fence) and
  *      __pmkit_clobber_wb (write-backs deferred to commit).
+ *   7  __pmkit_ssapp_* calls, the RISE and FASE tables of the pmkit-ssapp
+ *      pass and the frame's word layout.
  */
 
 #ifdef __cplusplus

@@ -238,9 +238,11 @@ int pmkit_fase_abort(pmkit_ctx *ctx);
 /* The tag passed to pmkit_fase_begin of the section in flight. */
 uint64_t pmkit_fase_tag(const pmkit_ctx *ctx);
 
-/* ---- recovery and clobber mode (runtime/clobber) -------------------------
- * Recover the failure-atomic sections a crash interrupted in `pool`, one
- * slot at a time on the calling thread: clobber mode restores the inputs
+/* ---- recovery, clobber and ssapp modes (runtime/clobber, runtime/ssapp) --
+ * Recover the failure-atomic sections a crash interrupted in `pool`.
+ * ssapp mode resumes each interrupted FASE where the crash left it, one
+ * thread per FASE (each holding again the PM locks it held); then clobber
+ * mode, one slot at a time on the calling thread, restores the inputs
  * each FASE overwrote and re-executes it with its logged arguments (undo
  * builds roll it back instead). Call it after opening the pool and after
  * re-creating any volatile state the FASEs read (locks, configuration),

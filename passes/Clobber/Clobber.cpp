@@ -21,6 +21,7 @@
 
 #include "Clobber/Clobber.h"
 #include "Annotations/Annotations.h"
+#include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
 
@@ -166,26 +167,6 @@ const KnownFn Known[] = {
     {"memchr", Effect::ReadArgs},
 };
 
-bool isLockAcquire(StringRef N) {
-  return N == "pthread_mutex_lock" || N == "pthread_mutex_trylock" ||
-         N == "pmkit_mutex_lock" || N == "pmkit_mutex_trylock" ||
-         N == "pthread_rwlock_rdlock" || N == "pthread_rwlock_wrlock" ||
-         N == "pmkit_rwlock_rdlock" || N == "pmkit_rwlock_wrlock" ||
-         N == "pthread_spin_lock";
-}
-bool isLockRelease(StringRef N) {
-  return N == "pthread_mutex_unlock" || N == "pmkit_mutex_unlock" ||
-         N == "pthread_rwlock_unlock" || N == "pmkit_rwlock_unlock" ||
-         N == "pthread_spin_unlock";
-}
-
-uint64_t fnv1a(StringRef S) {
-  uint64_t H = 0xcbf29ce484222325ull;
-  for (unsigned char C : S)
-    H = (H ^ C) * 0x100000001b3ull;
-  return H;
-}
-
 // A memory access of the analysed function.
 struct Access {
   Instruction *I;
@@ -227,7 +208,6 @@ public:
   bool run();
 
 private:
-  void inlineCallees(Function &F);
   void collectConservative();
   // Analyse F's accesses; fills Writes with (access, why).
   bool analyse(Function &F, bool Conservative);
@@ -281,63 +261,6 @@ void ClobberInstrumenter::diag(const Instruction *I, const Twine &Msg,
   } else {
     errs() << DEBUG_TYPE ": warning: " << Where << ": " << Msg << '\n';
   }
-}
-
-// Inline every call with a body into the FASE, breadth first, so that the
-// analysis sees the whole FASE in one function.
-void ClobberInstrumenter::inlineCallees(Function &F) {
-  unsigned Size = F.getInstructionCount();
-  for (bool Progress = true; Progress;) {
-    Progress = false;
-    std::vector<CallBase *> Calls;
-    for (Instruction &I : instructions(F))
-      if (auto *CB = dyn_cast<CallBase>(&I))
-        if (Function *Callee = CB->getCalledFunction())
-          if (!Callee->isDeclaration() && Callee != &F &&
-              !Callee->isIntrinsic() && !Callee->isVarArg() &&
-              !Callee->doesNotReturn())
-            Calls.push_back(CB);
-    for (CallBase *CB : Calls) {
-      Function *Callee = CB->getCalledFunction();
-      unsigned Add = Callee->getInstructionCount();
-      if (Size + Add > InlineLimit)
-        continue;
-      InlineFunctionInfo IFI;
-      if (InlineFunction(*CB, IFI).isSuccess()) {
-        ++NumInlined;
-        Size += Add;
-        Progress = true;
-      }
-    }
-  }
-}
-
-// The program's own flushes and fences inside a FASE (pmkit_flush,
-// pmkit_fence, pmkit_persist, or clwb/clflush/sfence as inline asm) are
-// redundant: the mode writes back what the FASE wrote and fences at commit.
-static unsigned stripPersistOps(Function &F) {
-  SmallVector<CallBase *, 8> Dead;
-  for (Instruction &I : instructions(F)) {
-    auto *CB = dyn_cast<CallBase>(&I);
-    if (!CB || !CB->use_empty())
-      continue;
-    if (CB->isInlineAsm()) {
-      pmkit::AsmEffect E = pmkit::asmEffect(
-          cast<InlineAsm>(CB->getCalledOperand())->getAsmString());
-      // mfence and locked instructions also order loads: they stay.
-      if ((E.Flush || E.Fence == pmkit::FenceSfence) && !isa<InvokeInst>(CB))
-        Dead.push_back(CB);
-      continue;
-    }
-    Function *G = CB->getCalledFunction();
-    if (G && !isa<InvokeInst>(CB) &&
-        (G->getName() == "pmkit_flush" || G->getName() == "pmkit_fence" ||
-         G->getName() == "pmkit_persist"))
-      Dead.push_back(CB);
-  }
-  for (CallBase *CB : Dead)
-    CB->eraseFromParent();
-  return Dead.size();
 }
 
 // Functions a FASE still calls (and all they may call) log every write:
@@ -1104,7 +1027,7 @@ void ClobberInstrumenter::instrumentFase(Function &F) {
     At = At->getNextNode();
   IRBuilder<> B(At);
   Value *Outer = B.CreateICmpNE(
-      B.CreateCall(Enter, {ConstantInt::get(I64, fnv1a(F.getName()))}),
+      B.CreateCall(Enter, {ConstantInt::get(I64, pmkit::faseId(F.getName()))}),
       ConstantInt::get(I32, 0));
   Instruction *Then = SplitBlockAndInsertIfThen(Outer, At, false);
   IRBuilder<> R(Then);
@@ -1187,9 +1110,9 @@ void ClobberInstrumenter::checkLocks(Function &F) {
   for (Instruction &I : instructions(F))
     if (auto *CB = dyn_cast<CallBase>(&I))
       if (Function *G = CB->getCalledFunction(); G && CB->arg_size()) {
-        if (isLockAcquire(G->getName()))
+        if (pmkit::isLockAcquire(G->getName()))
           Acquires.push_back(CB);
-        else if (isLockRelease(G->getName()))
+        else if (pmkit::isLockRelease(G->getName()))
           Releases.push_back(CB);
       }
   for (CallBase *Rel : Releases) {
@@ -1277,23 +1200,15 @@ void ClobberInstrumenter::checkCallers(Function &F) {
 
 bool ClobberInstrumenter::run() {
   // The anchors have done their work: the optimizer ran.
-  bool Stripped = false;
-  if (Function *Keep = M.getFunction(pmkit::FaseKeepFn)) {
-    for (User *U : make_early_inc_range(Keep->users()))
-      if (auto *CB = dyn_cast<CallBase>(U))
-        CB->eraseFromParent();
-    if (Keep->use_empty())
-      Keep->eraseFromParent();
-    Stripped = true;
-  }
+  bool Stripped = pmkit::stripFaseAnchors(M);
   for (Function &F : M)
     if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase))
       Fases.insert(&F);
   if (Fases.empty())
     return Stripped;
   for (Function *F : Fases) {
-    inlineCallees(*F);
-    NumStripped += stripPersistOps(*F);
+    NumInlined += pmkit::inlineCallees(*F, InlineLimit);
+    NumStripped += pmkit::stripPersistOps(*F);
     FAM.invalidate(*F, PreservedAnalyses::none());
   }
   collectConservative();
@@ -1322,7 +1237,7 @@ bool ClobberInstrumenter::run() {
     instrumentFase(*F);
     if (Failed)
       return true;
-    Table.push_back({fnv1a(F->getName()), F, makeReplay(*F)});
+    Table.push_back({pmkit::faseId(F->getName()), F, makeReplay(*F)});
     ++NumFase;
   }
   emitTable();

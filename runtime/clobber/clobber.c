@@ -37,7 +37,6 @@
 #define MAX_ARGS 32u
 _Static_assert(sizeof(((pmkit_clobber_inflight *)0)->args) == MAX_ARGS * 8,
                "pmkit_clobber_inflight holds every argument");
-#define MAX_FASES 1024u
 #define OWNER_MAGIC 0x424f4c43u /* "CLOB" in ext word 1 (low half) */
 #define WB_MAX 256u /* lines a FASE's body wrote, kept for its commit */
 
@@ -119,54 +118,22 @@ static inline void bump(_Atomic uint64_t *c, uint64_t n) {
                         memory_order_relaxed);
 }
 
-/* Filled by constructors; an entry is written before `n` admits it, so
- * lookups (every outermost FASE call) read it without the lock. */
-static struct {
-  pthread_mutex_t lock;
-  _Atomic uint32_t n;
-  const struct __pmkit_clobber_fase *fase[MAX_FASES];
-} table = {PTHREAD_MUTEX_INITIALIZER, 0, {0}};
+static struct pmk_registry table = PMK_REGISTRY_INIT;
 
-/* A failure the FASE cannot report to its caller: the program stops, as it
- * would on a failed assertion, with the reason. */
 static _Noreturn void fail(const char *what, const char *detail) {
-  const char *name = cur.fase ? cur.fase->name : "?";
-  fprintf(stderr, "pmkit clobber: FASE %s: %s%s%s\n", name, what,
-          detail && *detail ? ": " : "", detail ? detail : "");
-  abort();
+  pmk_fase_fail("clobber", (const void *)cur.fase, what, detail);
 }
 
 void __pmkit_clobber_register(const struct __pmkit_clobber_fase *t,
                               uint32_t n) {
-  pthread_mutex_lock(&table.lock);
-  for (uint32_t i = 0; i < n; i++) {
-    for (uint32_t j = 0; j < table.n; j++)
-      if (table.fase[j]->id == t[i].id && table.fase[j] != &t[i]) {
-        fprintf(stderr,
-                "pmkit clobber: FASEs %s and %s have the same id %#llx: "
-                "rename one\n",
-                table.fase[j]->name, t[i].name, (unsigned long long)t[i].id);
-        abort();
-      }
-    if (table.n == MAX_FASES) {
-      fprintf(stderr, "pmkit clobber: more than %u FASEs in one program\n",
-              MAX_FASES);
-      abort();
-    }
+  pmk_registry_add(&table, t, sizeof *t, n, "clobber");
+  for (uint32_t i = 0; i < n; i++)
     if (t[i].flags & PMKIT_CLOBBER_EADR)
       pmk_use_eadr(); /* built for eADR: so is the whole runtime */
-    table.fase[table.n] = &t[i];
-    atomic_store_explicit(&table.n, table.n + 1, memory_order_release);
-  }
-  pthread_mutex_unlock(&table.lock);
 }
 
 static const struct __pmkit_clobber_fase *lookup(uint64_t id) {
-  uint32_t n = atomic_load_explicit(&table.n, memory_order_acquire);
-  for (uint32_t i = 0; i < n; i++)
-    if (table.fase[i]->id == id)
-      return table.fase[i];
-  return NULL;
+  return pmk_registry_find(&table, id);
 }
 
 int __pmkit_clobber_enter(uint64_t id) {

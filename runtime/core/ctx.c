@@ -9,7 +9,50 @@
  * pmkit_ctx_get, pmkit_fase_begin, pmkit_fase_commit, and pmkit_recover,
  * which hands each slot in flight to the runtime that owns it.
  */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "internal.h"
+
+void pmk_registry_add(struct pmk_registry *r, const void *t, size_t stride,
+                      uint32_t n, const char *mode) {
+  pthread_mutex_lock(&r->lock);
+  for (uint32_t i = 0; i < n; i++) {
+    const struct pmk_fase_head *e =
+        (const void *)((const char *)t + i * stride);
+    for (uint32_t j = 0; j < r->n; j++)
+      if (r->fase[j]->id == e->id && r->fase[j] != e) {
+        fprintf(stderr,
+                "pmkit %s: FASEs %s and %s have the same id %#llx: rename "
+                "one\n",
+                mode, r->fase[j]->name, e->name, (unsigned long long)e->id);
+        abort();
+      }
+    if (r->n == PMK_MAX_FASES) {
+      fprintf(stderr, "pmkit %s: more than %u FASEs in one program\n", mode,
+              PMK_MAX_FASES);
+      abort();
+    }
+    r->fase[r->n] = e;
+    atomic_store_explicit(&r->n, r->n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&r->lock);
+}
+
+void pmk_fase_fail(const char *mode, const struct pmk_fase_head *fase,
+                   const char *what, const char *detail) {
+  fprintf(stderr, "pmkit %s: FASE %s: %s%s%s\n", mode, fase ? fase->name : "?",
+          what, detail && *detail ? ": " : "", detail ? detail : "");
+  abort();
+}
+
+const void *pmk_registry_find(struct pmk_registry *r, uint64_t id) {
+  uint32_t n = atomic_load_explicit(&r->n, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
+    if (r->fase[i]->id == id)
+      return r->fase[i];
+  return NULL;
+}
 
 static int claim(pmkit_pool *p, unsigned id) {
   int zero = 0;
@@ -179,7 +222,11 @@ int pmkit_recover(pmkit_pool *p) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_recover: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
-  int n = 0;
+  /* ssapp first: its slots may still hold a clobber-mode owner mark from
+   * an earlier section, which the clobber runtime would misread. */
+  int n = pmk_ssapp_recover(p);
+  if (n < 0)
+    return n;
   for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
     int r = pmk_clobber_recover_slot(p, id);
     if (r < 0)

@@ -233,9 +233,42 @@ PMK_HIDDEN pmkit_pool *pmk_reg_lookup(unsigned id, uint64_t serial);
 /* The open pool if exactly one is open, else NULL. */
 PMK_HIDDEN pmkit_pool *pmk_only_pool(void);
 
+/* ctx.c: the FASE tables of the failure-atomic runtimes (clobber, ssapp),
+ * filled by the constructors their passes add. Their entries all begin
+ * with the FASE's id and name. An entry is written before `n` admits it,
+ * so lookups need no lock. */
+#define PMK_MAX_FASES 1024u
+struct pmk_fase_head {
+  uint64_t id;
+  const char *name;
+};
+struct pmk_registry {
+  pthread_mutex_t lock;
+  _Atomic uint32_t n;
+  const struct pmk_fase_head *fase[PMK_MAX_FASES];
+};
+#define PMK_REGISTRY_INIT                                                      \
+  {                                                                            \
+    PTHREAD_MUTEX_INITIALIZER, 0, { 0 }                                        \
+  }
+/* Add n entries of `stride` bytes from t; two FASEs with one id, or too
+ * many, stop the program with a message naming `mode`. */
+PMK_HIDDEN void pmk_registry_add(struct pmk_registry *r, const void *t,
+                                 size_t stride, uint32_t n, const char *mode);
+/* The entry with this id, or NULL. */
+PMK_HIDDEN const void *pmk_registry_find(struct pmk_registry *r, uint64_t id);
+/* A failure a FASE cannot report to its caller: the program stops, as it
+ * would on a failed assertion, with "pmkit MODE: FASE NAME: WHAT: DETAIL". */
+PMK_HIDDEN _Noreturn void pmk_fase_fail(const char *mode,
+                                        const struct pmk_fase_head *fase,
+                                        const char *what, const char *detail);
+
 /* runtime/clobber: recover slot id if a clobber-mode section is in flight
  * there: 1 recovered, 0 not its slot, or a negative PMKIT_E_*. */
 PMK_HIDDEN int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id);
+/* runtime/ssapp: resume every ssapp-mode FASE in flight (one thread each):
+ * the number resumed, or a negative PMKIT_E_*. */
+PMK_HIDDEN int pmk_ssapp_recover(pmkit_pool *p);
 static inline void *pmk_at(const pmkit_pool *p, uint64_t off) {
   return (void *)(p->base + off);
 }

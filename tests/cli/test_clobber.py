@@ -8,15 +8,13 @@ test (the explorer's x86 model)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from crashrun import CRASH_EXIT, count_points, go
 
 ROOT = Path(__file__).resolve().parents[2]
 BANK = ROOT / "tests" / "passes" / "clobber" / "bank.c"
-CRASH_EXIT = 86  # PMKIT_CRASH_EXIT
 TRANSFERS = 10
 
 
@@ -30,22 +28,10 @@ def build(run, tmp_path: Path, name: str, *extra: str) -> Path:
     return exe
 
 
-def go(exe: Path, *args: str, crash_at: int | None = None, report: Path | None = None):
-    env = dict(os.environ)
-    env.pop("PMKIT_CRASH_AT", None)
-    if crash_at is not None:
-        env["PMKIT_CRASH_AT"] = str(crash_at)
-    if report is not None:
-        env["PMKIT_CRASH_REPORT"] = str(report)
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env)
-
-
 def crash_points(exe: Path, pool: Path, tmp_path: Path) -> int:
-    rep = tmp_path / "points"
-    r = go(exe, "run", str(pool), str(TRANSFERS), report=rep)
-    assert r.returncode == 0, r.stderr
+    n = count_points(exe, "run", str(pool), str(TRANSFERS), scratch=tmp_path)
     pool.unlink()
-    return int(rep.read_text().split()[0])
+    return n
 
 
 def crash_everywhere(exe: Path, pool: Path, tmp_path: Path) -> list[str]:

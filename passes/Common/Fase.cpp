@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Fase.cpp -- helpers of the failure-atomic modes' passes (Fase.h).
+
+#include "Common/Fase.h"
+#include "Annotations/Annotations.h"
+#include "Common/PersistOps.h"
+
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <vector>
+
+using namespace llvm;
+
+uint64_t pmkit::faseId(StringRef Name) {
+  uint64_t H = 0xcbf29ce484222325ull;
+  for (unsigned char C : Name)
+    H = (H ^ C) * 0x100000001b3ull;
+  return H;
+}
+
+unsigned pmkit::inlineCallees(Function &F, unsigned Limit) {
+  unsigned Size = F.getInstructionCount(), N = 0;
+  for (bool Progress = true; Progress;) {
+    Progress = false;
+    std::vector<CallBase *> Calls;
+    for (Instruction &I : instructions(F))
+      if (auto *CB = dyn_cast<CallBase>(&I))
+        if (Function *Callee = CB->getCalledFunction())
+          if (!Callee->isDeclaration() && Callee != &F &&
+              !Callee->isIntrinsic() && !Callee->isVarArg() &&
+              !Callee->doesNotReturn())
+            Calls.push_back(CB);
+    for (CallBase *CB : Calls) {
+      Function *Callee = CB->getCalledFunction();
+      unsigned Add = Callee->getInstructionCount();
+      if (Size + Add > Limit)
+        continue;
+      InlineFunctionInfo IFI;
+      if (InlineFunction(*CB, IFI).isSuccess()) {
+        ++N;
+        Size += Add;
+        Progress = true;
+      }
+    }
+  }
+  return N;
+}
+
+unsigned pmkit::stripPersistOps(Function &F) {
+  SmallVector<CallBase *, 8> Dead;
+  for (Instruction &I : instructions(F)) {
+    auto *CB = dyn_cast<CallBase>(&I);
+    if (!CB || !CB->use_empty() || isa<InvokeInst>(CB))
+      continue;
+    if (CB->isInlineAsm()) {
+      AsmEffect E =
+          asmEffect(cast<InlineAsm>(CB->getCalledOperand())->getAsmString());
+      if (E.Flush || E.Fence == FenceSfence)
+        Dead.push_back(CB);
+      continue;
+    }
+    Function *G = CB->getCalledFunction();
+    if (G && (G->getName() == "pmkit_flush" || G->getName() == "pmkit_fence" ||
+              G->getName() == "pmkit_persist"))
+      Dead.push_back(CB);
+  }
+  for (CallBase *CB : Dead)
+    CB->eraseFromParent();
+  return Dead.size();
+}
+
+bool pmkit::isLockAcquire(StringRef N) {
+  return N == "pthread_mutex_lock" || N == "pthread_mutex_trylock" ||
+         N == "pmkit_mutex_lock" || N == "pmkit_mutex_trylock" ||
+         N == "pthread_rwlock_rdlock" || N == "pthread_rwlock_wrlock" ||
+         N == "pmkit_rwlock_rdlock" || N == "pmkit_rwlock_wrlock" ||
+         N == "pthread_spin_lock";
+}
+
+bool pmkit::isLockRelease(StringRef N) {
+  return N == "pthread_mutex_unlock" || N == "pmkit_mutex_unlock" ||
+         N == "pthread_rwlock_unlock" || N == "pmkit_rwlock_unlock" ||
+         N == "pthread_spin_unlock";
+}
+
+bool pmkit::stripFaseAnchors(Module &M) {
+  Function *Keep = M.getFunction(FaseKeepFn);
+  if (!Keep)
+    return false;
+  for (User *U : make_early_inc_range(Keep->users()))
+    if (auto *CB = dyn_cast<CallBase>(U))
+      CB->eraseFromParent();
+  if (Keep->use_empty())
+    Keep->eraseFromParent();
+  return true;
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Fase.h -- what the passes of the failure-atomic modes (pmkit-clobber,
+// pmkit-ssapp) share about a function marked PMKIT_FASE: its id, inlining
+// its callees into it, removing the program's own flushes and fences from
+// it, the names of lock functions, and the parameter anchors of
+// pmkit-annotations, which must go once the optimizer has run.
+#ifndef PMKIT_PASSES_COMMON_FASE_H
+#define PMKIT_PASSES_COMMON_FASE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Module.h"
+
+#include <cstdint>
+
+namespace pmkit {
+
+// A FASE's id in the runtime's tables: 64-bit FNV-1a of its symbol name.
+uint64_t faseId(llvm::StringRef Name);
+
+// Inline every call with a body into F, breadth first, while F stays under
+// Limit instructions; the number of call sites inlined.
+unsigned inlineCallees(llvm::Function &F, unsigned Limit);
+
+// Remove the program's flushes and fences from F (pmkit_flush, pmkit_fence,
+// pmkit_persist, clwb/clflush/sfence as inline asm): the modes persist what
+// a FASE writes themselves. mfence and locked instructions stay. The number
+// removed.
+unsigned stripPersistOps(llvm::Function &F);
+
+// Lock acquire and release functions (pthread and pmkit), by name.
+bool isLockAcquire(llvm::StringRef N);
+bool isLockRelease(llvm::StringRef N);
+
+// Remove the calls to the parameter anchor (pmkit-annotations'
+// FaseKeepFn); true if there were any.
+bool stripFaseAnchors(llvm::Module &M);
+
+} // namespace pmkit
+
+#endif // PMKIT_PASSES_COMMON_FASE_H
