@@ -17,6 +17,15 @@ promises crash consistency.
   every fourth point that interrupted a FASE; and under x86 (ADR) the clobber-adr-traced
   build must explore clean while the same build without its logs must not. The checker must
   reject a recovery that rolls back without re-executing (PMKIT_CLOBBER_RECOVER=rollback).
+- ssapp mode (eADR; these workloads and the lock-free ones, whose CASes it makes detectable):
+  kills as above; a crash at each crash point of the
+  ssapp-crash build (one at every RISE's start and end) of a short run, every one with --full
+  and 24 spread over the run otherwise, each checked (recovery resumes the interrupted FASE),
+  some again during recovery, and resumed; the build whose blocks are not cut into RISEs
+  (ssapp-nosplit-crash) must fail --check at some crash point, tried in a seeded order (up to
+  2000, all with --full), except where re-executing a block is harmless by design (tatp); on
+  the lock-free workloads, whose algorithms shrug off a re-executed CAS, the oracle is a
+  recovery that takes every interrupted RMW for done (PMKIT_SSAPP_RECOVER=skip).
 - Every checker must also catch a corrupted pool: with the operation counter of the run rewound
   (the replay then expects older values), and for workloads that store bench_make_value values
   (workload.json: not a set, "values" not false) with one byte of a stored value flipped.
@@ -194,6 +203,7 @@ def corrupt_tests(b: Path, work: Path, args: list[str], kv: bool, tag: str):
 
 CRASH_EXIT = 86  # PMKIT_CRASH_EXIT
 RECOVERED = re.compile(r"re-executed (\d+) interrupted FASE\(s\), rolled back (\d+)")
+RESUMED = re.compile(r"resumed (\d+) interrupted FASE")  # ssapp mode's check
 
 
 def crash_run(cmd: list[str], at: int, what: str):
@@ -205,12 +215,13 @@ def crash_run(cmd: list[str], at: int, what: str):
 
 def crash_points(
     b: Path, work: Path, args: list[str], count: int | None, rng: random.Random, tag: str,
-    reexecutes: bool,
+    reexecutes: bool, ssapp: bool = False,
 ) -> str:  # fmt: skip
-    """Crash points of a short one-thread run under eADR (clobber mode's builds; `reexecutes`:
-    the clobber setting, whose recovery completes the interrupted FASE, not the undo setting,
-    whose recovery rolls it back); `count` points spread over the run, or all of them;
-    returns a summary. See the module's docstring."""
+    """Crash points of a short one-thread run under eADR (clobber and ssapp mode's builds;
+    `reexecutes`: the clobber setting, whose recovery completes the interrupted FASE, not the
+    undo setting, whose recovery rolls it back; `ssapp`: recovery resumes the FASE); `count`
+    points spread over the run, or all of them; returns a summary. See the module's
+    docstring."""
     pool = work / f"points-{tag.replace('/', '-')}.pool"
     report = work / "points.count"
     cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
@@ -235,12 +246,12 @@ def crash_points(
         crash_run(cmd, n, what)
         crashed = pool.read_bytes()
         said = check(b, pool, True, what)
-        m = RECOVERED.search(said)
+        m = (RESUMED if ssapp else RECOVERED).search(said)
         if not m and "had not finished" not in said:  # before the set-up: no FASE ran
             raise Failure(f"{what}: --check did not say what recovery did: {said}")
-        if m and int(m.group(1 if reexecutes else 2)):
+        if m and int(m.group(1 if reexecutes or ssapp else 2)):
             inflight += 1
-            if reexecutes and not rollback_caught:  # the checker bites: a begun FASE left undone
+            if reexecutes and not ssapp and not rollback_caught:  # a begun FASE left undone
                 pool.write_bytes(crashed)
                 r = run([str(b), "--check", str(pool)], env={"PMKIT_CLOBBER_RECOVER": "rollback"})
                 if r.returncode != 1:
@@ -273,11 +284,12 @@ def crash_points(
     pool.unlink(missing_ok=True)
     if not inflight:
         raise Failure(f"{tag}: no crash point fell inside a FASE: nothing tested")
-    if reexecutes and not rollback_caught:
+    if reexecutes and not ssapp and not rollback_caught:
         raise Failure(f"{tag}: the roll-back-only recovery was never checked")
     return (f"{len(points) + extra} of {total} crash points recovered ({inflight} inside a FASE, "
             f"{during} also during recovery)"
-            + (", roll-back-only recovery rejected" if reexecutes else ""))  # fmt: skip
+            + (", roll-back-only recovery rejected"
+               if reexecutes and not ssapp else ""))  # fmt: skip
 
 
 def explore(
@@ -343,6 +355,84 @@ def clobber_tests(args, name: str, meta: dict, work: Path, trials: int, rng: ran
     return failures
 
 
+def must_fail_points(
+    b: Path, work: Path, args: list[str], cap: int | None, rng: random.Random, tag: str,
+    env: dict | None = None,
+) -> str:  # fmt: skip
+    """The oracle bites: crashes at the points of a short run of a broken build (or one whose
+    --check runs with `env`), in a seeded order, until --check rejects one (at most `cap`, or
+    all). Returns a summary."""
+    pool = work / f"bites-{tag.replace('/', '-')}.pool"
+    report = work / "bites.count"
+    cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
+    pool.unlink(missing_ok=True)
+    r = run(cmd, env={"PMKIT_CRASH_REPORT": str(report)})
+    if r.returncode:
+        raise Failure(f"{tag}: the short run failed: {r.stderr.strip()}")
+    total = int(report.read_text())
+    points = list(range(1, total + 1))
+    rng.shuffle(points)
+    for tried, n in enumerate(points[:cap], 1):
+        pool.unlink(missing_ok=True)
+        crash_run(cmd, n, f"{tag}: crash at point {n}")
+        if run([str(b), "--check", str(pool)], env=env).returncode:
+            pool.unlink(missing_ok=True)
+            return f"--check rejected crash point {n} of {total} ({tried} tried)"
+    pool.unlink(missing_ok=True)
+    raise Failure(f"{tag}: {min(total, cap or total)} crashes all passed --check")
+
+
+def ssapp_tests(args, name: str, meta: dict, work: Path, trials: int, rng: random.Random,
+                explore_args: list[str]) -> int:  # fmt: skip
+    """SSAPP mode's crash tests of one workload (eADR); returns the number of failures."""
+    failures = 0
+    tag = f"{name}/ssapp"
+    try:
+        long_run = ["--keys", str(meta["crash_keys"]), "--ops", str(meta["crash_ops"] * 30)]
+        landed = kill_trials(binary(args.build_dir, name, "ssapp"), work, long_run, trials, rng,
+                             tag)  # fmt: skip
+        said = crash_points(
+            binary(args.build_dir, name, "ssapp-crash"),
+            work,
+            explore_args,
+            None if args.full else 24,
+            rng,
+            tag + "-crash",
+            True,
+            ssapp=True,
+        )
+        print(f"ok   {tag}: {landed} of {trials} kills landed mid-run and recovered; {said}")
+    except Failure as e:
+        failures += 1
+        print(f"FAIL {e}")
+    if meta["suite"] == "lf":
+        # A lock-free operation tolerates a re-executed CAS (it fails, and the algorithm
+        # retries), so the oracle here is a recovery that takes every interrupted RMW for
+        # done: an insert or delete whose CAS never happened must be missed.
+        tag = f"{name}/ssapp-crash, recovery skipping RMWs"
+        try:
+            said = must_fail_points(binary(args.build_dir, name, "ssapp-crash"), work,
+                                    explore_args, None if args.full else 2000, rng, tag,
+                                    env={"PMKIT_SSAPP_RECOVER": "skip"})  # fmt: skip
+            print(f"ok   {tag}: the oracle bites, {said}")
+        except Failure as e:
+            failures += 1
+            print(f"FAIL {e}")
+        return failures
+    tag = f"{name}/ssapp-nosplit-crash"
+    if "idempotent" in meta:  # re-executing a block changes nothing: no bite possible
+        print(f"skip {tag}: {meta['idempotent']}")
+        return failures
+    try:
+        b = binary(args.build_dir, name, "ssapp-nosplit-crash")
+        said = must_fail_points(b, work, explore_args, None if args.full else 2000, rng, tag)
+        print(f"ok   {tag}: the oracle bites, {said}")
+    except Failure as e:
+        failures += 1
+        print(f"FAIL {e}")
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", type=Path, default=REPO / "build")
@@ -394,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"FAIL {e}")
             if meta["suite"] in ("ds", "tx"):  # clobber mode's builds (bench/common)
                 failures += clobber_tests(args, name, meta, work, trials, rng, explore_args)
+            # ssapp mode's: lock-based, transactional and lock-free workloads
+            failures += ssapp_tests(args, name, meta, work, trials, rng, explore_args)
             # Robust mode's oracle: the flush-free source with robust mode is robust in
             # every setting, and without it is not.
             for traced, expect in (

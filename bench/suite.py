@@ -38,9 +38,11 @@ VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
 # Modes measured against the baselines, on request (--variants): robust = robust mode's
 # default setting on the hand-adr source with its flushes compiled out; clobber and undo =
 # clobber mode's settings (lock-based and transactional workloads: --suite ds,tx), each built
-# for ADR and for eADR.
+# for ADR and for eADR; ssapp = ssapp mode (the same workloads, eADR), ssapp-compiler = its
+# RISEs ended by compiler barriers instead of sfences.
 MODE_VARIANTS = ["robust", "robust-opt", "robust-flit",
-                 "clobber-adr", "clobber-eadr", "undo-adr", "undo-eadr"]  # fmt: skip
+                 "clobber-adr", "clobber-eadr", "undo-adr", "undo-eadr",
+                 "ssapp", "ssapp-compiler"]  # fmt: skip
 # What a results file is about, by --name: the baselines, or one mode against its baseline.
 DESCRIPTIONS = {
     "suite": "Median throughput of every workload of bench/suite.json in each variant "
@@ -53,6 +55,10 @@ DESCRIPTIONS = {
     "re-execution) against PMDK transactions, undo logging of every write (the undo setting) "
     "and the hand-written variants, for ADR and eADR, on the lock-based and transactional "
     "workloads of bench/suite.json.",
+    "ssapp": "SSAPP mode (each operation one failure-atomic function, resumed after a crash) "
+    "against clobber mode, PMDK transactions, the hand-written variant and volatile, all for "
+    "eADR, on the lock-based and transactional workloads of bench/suite.json; with sfences "
+    "or compiler barriers ending its RISEs.",
 }
 
 
@@ -152,9 +158,14 @@ def run_suite(args: argparse.Namespace) -> int:
         raise harness.HarnessError("the suite has no workloads yet")
     build = args.build_dir
     binaries, files, metas = {}, [], {}
+    per = {}  # the variants each workload has: clobber mode's need locks (not lock-free)
     for _, name in chosen:
         metas[name] = json.loads((BENCH / name / "workload.json").read_text())
-        for v in variants:
+        per[name] = [
+            v for v in variants
+            if not (metas[name]["suite"] == "lf" and v.startswith(("clobber", "undo")))
+        ]  # fmt: skip
+        for v in per[name]:
             b = build / "bench" / name / f"bench_{name}-{v}"
             if not b.exists():
                 raise harness.HarnessError(f"{b} is missing: build first (make build)")
@@ -163,7 +174,7 @@ def run_suite(args: argparse.Namespace) -> int:
     built = harness.fingerprint(files)
     env = harness.base_env()
     configs = [(s, n, t) for s, n in chosen for t in args.threads]
-    total = args.repeat * len(configs) * len(variants)
+    total = args.repeat * sum(len(args.threads) * len(per[n]) for _, n in chosen)
     print(
         f"suite.py: {len(chosen)} workload(s) x {len(args.threads)} thread count(s) x "
         f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
@@ -181,8 +192,9 @@ def run_suite(args: argparse.Namespace) -> int:
         for wi, (suite, name) in enumerate(chosen):
             for rep in range(args.repeat):
                 for ti, threads in enumerate(args.threads):
-                    shift = (rep + ti + wi) % len(variants)
-                    for order, v in enumerate(variants[shift:] + variants[:shift]):
+                    vs = per[name]
+                    shift = (rep + ti + wi) % len(vs)
+                    for order, v in enumerate(vs[shift:] + vs[:shift]):
                         harness.check_build(files, built, build)
                         cmd, result = run_one(
                             binaries[name, v], size_args(metas[name], args.scale), threads,

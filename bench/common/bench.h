@@ -15,7 +15,11 @@
  * PMKIT_FASE function there, without touching the workloads: BENCH_CLOBBER
  * (with BENCH_HAND_ADR or BENCH_HAND_EADR) does, for clobber mode's builds,
  * where PM_UNDO is compiled out and the hand flushes inside operations are
- * removed by the pass (those of the driver's own header stay).
+ * removed by the pass (those of the driver's own header stay); BENCH_SSAPP
+ * (with BENCH_HAND_EADR) does, for ssapp mode's, where in addition locks are
+ * PM locks (pmkit_mutex: recovery holds an interrupted operation's locks
+ * again) released at once (a resumed operation never undoes what it wrote,
+ * so others may build on it), and the scratch buffer is in the pool.
  *
  * A workload defines a `struct bench_workload` and BENCH_WORKLOAD(it); the
  * driver (driver.c) parses the command line, creates or opens the pool,
@@ -34,6 +38,13 @@
 
 #include "pmkit/annotations.h"
 #include "pmkit/pmkit.h"
+
+#if defined(BENCH_SSAPP) && !defined(BENCH_HAND_EADR)
+#error "BENCH_SSAPP builds for eADR: define BENCH_HAND_EADR with it"
+#endif
+#if defined(BENCH_CLOBBER) || defined(BENCH_SSAPP)
+#define BENCH_FASE 1 /* every operation is one PMKIT_FASE call */
+#endif
 
 #if defined(BENCH_VOLATILE) + defined(BENCH_HAND_ADR) +                        \
         defined(BENCH_HAND_EADR) + defined(BENCH_PMDK) !=                      \
@@ -84,7 +95,7 @@ extern PMEMobjpool *bench_pop;
  * same operation (a rolled-back operation only leaks it). At most
  * BENCH_UNDO_BYTES of log per operation. */
 #define BENCH_UNDO_BYTES (256u << 10)
-#if defined(BENCH_CLOBBER)
+#if defined(BENCH_FASE)
 #define PM_UNDO(p, n) ((void)(p), (void)(n))
 #elif defined(BENCH_HAND_ADR) || defined(BENCH_HAND_EADR)
 void bench_undo(const void *p, size_t n);
@@ -100,22 +111,39 @@ void *pm_alloc(size_t n);
  * until the operation has committed. */
 void pm_free(void *p);
 
-/* ---- locks (DRAM: recovery never waits for one) -------------------------
- * In the persistent variants a release inside an operation is deferred
+/* ---- locks ----------------------------------------------------------------
+ * DRAM locks (recovery never waits for one), except under ssapp, where they
+ * are PM locks in the pool or in static data and are released at once. In
+ * the other persistent variants a release inside an operation is deferred
  * until the operation has committed (or rolled back): another thread must
  * not see, and build on, a write that a crash could still roll back after
  * its own commit. So an operation must not take a lock again after
  * releasing it (two-phase locking). */
+#ifdef BENCH_SSAPP
+typedef pmkit_mutex bench_lock;
+#else
 typedef pthread_mutex_t bench_lock;
-/* Replace *locks (freed; NULL at first) by a DRAM array of n initialised
- * locks, for a workload's attach. 0 or -1 when out of memory. */
+#endif
+/* Replace *locks (freed; NULL at first) by an array of n initialised locks,
+ * for a workload's attach: in DRAM, or (ssapp) in the pool, the same array
+ * in every run. 0 or -1 when out of memory. */
 int bench_locks_init(bench_lock **locks, uint64_t n);
+/* The same for a workload's own structures holding locks: replace *mem
+ * (NULL at first) by `bytes` of 64-aligned memory, which the workload then
+ * initialises. 0 or -1. */
+int bench_lock_mem(void **mem, size_t bytes);
+#ifdef BENCH_SSAPP
+#define bench_lock_init(l) (*(l) = (pmkit_mutex){0, 0}, 0)
+#define bench_lock_acquire(l) pmkit_mutex_lock(l)
+#define bench_lock_release(l) pmkit_mutex_unlock(l)
+#else
 #define bench_lock_init(l) pthread_mutex_init((l), NULL)
 #define bench_lock_acquire(l) pthread_mutex_lock(l)
 #ifndef BENCH_VOLATILE
 void bench_lock_release(bench_lock *l);
 #else
 #define bench_lock_release(l) pthread_mutex_unlock(l)
+#endif
 #endif
 
 /* ---- configuration (set by the driver before load) ---------------------- */

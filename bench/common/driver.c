@@ -61,10 +61,16 @@ struct run_hdr {
   uint64_t load_next; /* keys below this are loaded                     */
   uint64_t keys, seed, read_pct, value_size, threads, root_size;
   char workload[64];
+  /* ssapp: the workload's lock arrays (bench_locks_init), in call order. */
+  struct {
+    void *mem;
+    uint64_t bytes;
+  } lockarr[3];
   struct {
     uint64_t done;         /* operations 0..done-1 of the stream are durable */
     struct undo_log *undo; /* the thread's undo log (hand variants)  */
-    char pad[48];
+    void *scratch;         /* ssapp: the thread's scratch buffer, in PM */
+    char pad[40];
   } slot[MAX_THREADS] __attribute__((aligned(64)));
 };
 #define WROOT(h) ((void *)((char *)(h) + sizeof(struct run_hdr)))
@@ -180,7 +186,7 @@ int bench_value_check(const void *buf, size_t size, uint64_t key,
  * Lock releases (two-phase locking, bench.h) and, in the hand variants,
  * frees: a block freed by an operation that is then rolled back is still
  * referenced. */
-#ifndef BENCH_VOLATILE
+#if !defined(BENCH_VOLATILE)
 #define MAX_HELD 64
 #define MAX_FREES 1024
 static __thread struct {
@@ -191,6 +197,7 @@ static __thread struct {
   void *frees[MAX_FREES];
 } cur;
 
+#ifndef BENCH_SSAPP
 void bench_lock_release(bench_lock *l) {
   if (!cur.in_op) {
     pthread_mutex_unlock(l);
@@ -201,19 +208,61 @@ void bench_lock_release(bench_lock *l) {
   cur.held[cur.nheld++] = l;
 }
 
+#endif
+
 static void op_end(void) {
   cur.in_op = 0;
+#ifndef BENCH_SSAPP
   while (cur.nheld)
     pthread_mutex_unlock(cur.held[--cur.nheld]);
+#endif
   while (cur.nfrees)
     pm_free(cur.frees[--cur.nfrees]);
 }
 #endif
 
+#ifdef BENCH_SSAPP
+/* The k-th call of a run gets the k-th block of the pool, allocated on the
+ * first run: an interrupted operation's locks are where recovery looks for
+ * them (zeroed memory is a free lock; a crashed run's are reset). */
+static unsigned lock_mem_calls; /* in this attach */
+
+int bench_lock_mem(void **mem, size_t bytes) {
+  unsigned k = lock_mem_calls++;
+  if (k >= sizeof hdr->lockarr / sizeof hdr->lockarr[0])
+    die("more lock arrays than the run header has room for");
+  if (!hdr->lockarr[k].mem || hdr->lockarr[k].bytes != bytes) {
+    void *a;
+    if (pmkit_zalloc(pool, bytes + 48, &a)) /* 16-aligned: round up to 64 */
+      return -1;
+    hdr->lockarr[k].bytes = bytes;
+    /* a crash before this leaks the block */
+    hdr->lockarr[k].mem = (void *)(((uintptr_t)a + 63) & ~(uintptr_t)63);
+  }
+  *mem = hdr->lockarr[k].mem;
+  return 0;
+}
+#else
+int bench_lock_mem(void **mem, size_t bytes) {
+  free(*mem);
+  *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  return *mem ? 0 : -1;
+}
+#endif
+
+/* The workload's attach (0 or -1); ssapp: lock arrays counted afresh. */
+static int attach_workload(void) {
+#ifdef BENCH_SSAPP
+  lock_mem_calls = 0;
+#endif
+  return bench_workload->attach ? bench_workload->attach(WROOT(hdr)) : 0;
+}
+
 int bench_locks_init(bench_lock **locks, uint64_t n) {
-  free(*locks);
-  if (!(*locks = malloc(n * sizeof **locks)))
+  void *mem = *locks;
+  if (bench_lock_mem(&mem, n * sizeof **locks))
     return -1;
+  *locks = mem;
   for (uint64_t i = 0; i < n; i++)
     bench_lock_init(&(*locks)[i]);
   return 0;
@@ -251,7 +300,7 @@ void pm_free(void *p) {
   else
     pmemobj_free(&o);
 #else
-#ifndef BENCH_CLOBBER /* a FASE's frees: the runtime applies them at commit */
+#ifndef BENCH_FASE /* a FASE's frees: the runtime applies them at commit */
   if (cur.in_op) {
     if (cur.nfrees == MAX_FREES)
       die("an operation freed more than %u blocks", MAX_FREES);
@@ -572,6 +621,47 @@ static int clobber_recover(char *why, size_t wn) {
 }
 #endif
 
+#ifdef BENCH_SSAPP
+/* SSAPP mode: the operation and its counter form one FASE, which recovery
+ * resumes where a crash interrupted it. scratch is the thread's buffer in
+ * the pool (a resumed operation may copy from what it built there). */
+PMKIT_FASE static int op_fase(void *root, unsigned t, uint64_t kind,
+                              uint64_t key, uint64_t stamp, uint64_t rnd,
+                              void *scratch, uint64_t *done, uint64_t next) {
+  struct bench_op op = {(int)kind, key, stamp, rnd};
+  int err = bench_workload->op(root, t, &op, scratch);
+  if (!err)
+    *done = next;
+  return err;
+}
+
+/* FASEs the last recovery resumed. */
+static int ssapp_resumed;
+
+/* Finish the operations a crash interrupted (after attach: they take its
+ * locks). */
+static int ssapp_recover(char *why, size_t wn) {
+  if (hdr->magic != HDR_MAGIC)
+    return 0; /* no operation runs before the set-up is complete */
+  int n = pmkit_recover(pool);
+  if (n < 0)
+    return snprintf(why, wn, "recovery failed: %s", pmkit_errormsg()), -1;
+  ssapp_resumed = n;
+  return 0;
+}
+
+/* The thread's scratch buffer in the pool, allocated on its first run. */
+static void *ssapp_scratch(unsigned t) {
+  if (!hdr->slot[t].scratch) {
+    void *b;
+    if (pmkit_zalloc(pool, cfg.value_size, &b))
+      die("no room for thread %u's scratch buffer", t);
+    hdr->slot[t].scratch = b;
+  }
+  return hdr->slot[t].scratch;
+}
+#endif
+
 /* One operation, failure-atomic under pmdk; *done = next once durable. */
 static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
                  uint64_t next, void *scratch) {
@@ -608,6 +698,12 @@ static int apply(const struct bench_op *opp, unsigned t, uint64_t *done,
 #elif defined(BENCH_VOLATILE)
   if (!(err = bench_workload->op(root, t, &op, scratch)))
     *done = next;
+#elif defined(BENCH_SSAPP)
+  err = op_fase(root, t, (uint64_t)op.kind, op.key, op.stamp, op.rnd, scratch,
+                done, next);
+  if (err) /* a FASE cannot be rolled back: its partial work is committed */
+    die("thread %u: an operation failed inside a FASE", t);
+  op_end();
 #elif defined(BENCH_CLOBBER)
   err = op_fase(root, t, (uint64_t)op.kind, op.key, op.stamp, op.rnd, scratch,
                 cfg.value_size, done, next);
@@ -952,18 +1048,23 @@ static int cmd_check(const char *path) {
   if (!c.stamp || !c.present)
     die("out of memory");
   int rc = 0;
-#ifdef BENCH_CLOBBER
+#if defined(BENCH_CLOBBER) || defined(BENCH_SSAPP)
   /* Recovery first: it re-executes operations, which need the locks. */
-  if (bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+  if (attach_workload())
     rc = bench_fail(&c, "cannot attach the workload's volatile state");
+#ifdef BENCH_CLOBBER
   if (!rc && clobber_recover(c.why, sizeof c.why))
     rc = -1;
+#else
+  if (!rc && ssapp_recover(c.why, sizeof c.why))
+    rc = -1;
+#endif
 #endif
 #ifndef BENCH_PMDK
   if (!rc && pmkit_pool_check(pool))
     rc = bench_fail(&c, "pool metadata: %s", pmkit_errormsg());
 #endif
-  if (!rc && bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+  if (!rc && attach_workload())
     rc = bench_fail(&c, "cannot attach the workload's volatile state");
   if (!rc)
     rc = bench_workload->check(WROOT(hdr), &c) || c.bad;
@@ -979,6 +1080,10 @@ static int cmd_check(const char *path) {
     printf("consistent: %" PRIu64 " operations completed; recovery "
            "re-executed %u interrupted FASE(s), rolled back %u\n",
            done, clobber_reexecuted, clobber_rolled_back);
+#elif defined(BENCH_SSAPP)
+    printf("consistent: %" PRIu64 " operations completed; recovery "
+           "resumed %d interrupted FASE(s)\n",
+           done, ssapp_resumed);
 #else
     printf("consistent: %" PRIu64 " operations completed\n", done);
 #endif
@@ -1131,10 +1236,13 @@ int main(int argc, char **argv) {
     die("%s", why);
   fresh = fresh || hdr->magic != HDR_MAGIC;
   hdr_setup(fresh);
-  if (bench_workload->attach && bench_workload->attach(WROOT(hdr)))
+  if (attach_workload())
     die("attach failed");
 #ifdef BENCH_CLOBBER
   if (clobber_recover(why, sizeof why))
+    die("%s", why);
+#elif defined(BENCH_SSAPP)
+  if (ssapp_recover(why, sizeof why))
     die("%s", why);
 #endif
   if (fresh) {
@@ -1151,10 +1259,16 @@ int main(int argc, char **argv) {
     hdr_store(&hdr->magic, HDR_MAGIC);
   }
   double l0 = now();
+#ifdef BENCH_SSAPP
+  void *scratch = ssapp_scratch(0);
+#else
   void *scratch = calloc(1, cfg.value_size);
+#endif
   if (!scratch || (!hdr->loaded && load(scratch)))
     die("load failed");
+#ifndef BENCH_SSAPP
   free(scratch);
+#endif
   double load_s = now() - l0;
   if (opt.load_only) {
     pool_teardown();
@@ -1168,7 +1282,11 @@ int main(int argc, char **argv) {
     struct worker *w = &workers[t];
     w->id = t;
     w->target = opt.ops / cfg.threads + (t < opt.ops % cfg.threads);
+#ifdef BENCH_SSAPP
+    w->scratch = ssapp_scratch(t);
+#else
     w->scratch = calloc(1, cfg.value_size);
+#endif
     if (!w->scratch || pthread_create(&w->tid, NULL, worker_main, w))
       die("cannot start thread %u", t);
   }
@@ -1198,7 +1316,9 @@ int main(int argc, char **argv) {
   for (unsigned t = 0; t < cfg.threads; t++) {
     pthread_join(workers[t].tid, NULL);
     failed |= workers[t].failed;
+#ifndef BENCH_SSAPP
     free(workers[t].scratch);
+#endif
   }
   if (opt.ops) {
     t1 = now();

@@ -33,6 +33,10 @@
  *                        stalls in lf_cas). After a reopen the workload's
  *                        attach copies the reachable persistent nodes into
  *                        the volatile replica.
+ *   ssapp                plain C11 atomics in FASEs, which ssapp mode makes
+ *                        detectable: its CASes leave a tag in bits 48-63,
+ *                        which lf_load drops (outside FASEs too: the
+ *                        checkers' reads).
  * Pointers are canonical (persistent) addresses in every variant; lf_v(p)
  * is the replica that readers use for a node's immutable fields.
  */
@@ -127,6 +131,9 @@ static inline uint64_t lf_settle(lf_word *w, uint64_t v) {
 /* The value of w, durable (hand-adr, pmdk) by the time it is returned. */
 static inline uint64_t lf_load(lf_word *w) {
   uint64_t v = atomic_load_explicit(lf_v(w), memory_order_acquire);
+#ifdef BENCH_SSAPP
+  v = pmkit_ssapp_value(v);
+#endif
 #if LF_DIRTY
   if (v & LF_DIRTY)
     v = lf_settle(w, v);

@@ -34,11 +34,11 @@
 
 #include "tpcc.h"
 
-#define NSTRIPES 4096u /* DRAM locks over the stock rows */
+#define NSTRIPES 4096u /* locks over the stock rows */
 #define GOLDEN 0x9e3779b97f4a7c15ull
 
 struct tp_geometry tp_g;
-/* DRAM locks, a cache line each: per district, per stock stripe. */
+/* Locks, a cache line each: per district, per stock stripe. */
 struct lock {
   bench_lock l;
 } __attribute__((aligned(64)));
@@ -192,11 +192,8 @@ static int tp_attach(void *rootp) {
   (void)rootp;
   tp_geometry();
   uint64_t ndist = tp_g.nwh * DIST_PER_WH;
-  free(dlock);
-  free(slock);
-  dlock = aligned_alloc(64, ndist * sizeof *dlock);
-  slock = aligned_alloc(64, NSTRIPES * sizeof *slock);
-  if (!dlock || !slock)
+  if (bench_lock_mem((void **)&dlock, ndist * sizeof *dlock) ||
+      bench_lock_mem((void **)&slock, NSTRIPES * sizeof *slock))
     return -1;
   for (uint64_t i = 0; i < ndist; i++)
     bench_lock_init(&dlock[i].l);

@@ -63,6 +63,8 @@ SSAPP mode (docs/modes/ssapp.md):
   --ssapp-fence=F      sfence (end every RISE with an sfence; the default) or compiler (a
                        compiler barrier: enough on x86 under eADR)
   --ssapp-allow=F,G    external functions a FASE may call (calling them again is harmless)
+  --ssapp-rmw-ints     integers that FASEs update with atomic RMWs stay below 2^48 (their
+                       top 16 bits hold the tag that makes each RMW detectable)
   --report             list each FASE's RISEs: kind, source line, torn-bit slots
 
 Also usable as CC="pmkit cc" in a build system.
@@ -186,6 +188,8 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
             if fence not in ("sfence", "compiler"):
                 raise UsageError(f"unknown ssapp fence '{fence}' (choose from sfence, compiler)")
             ssapp.append(f"-pmkit-ssapp-fence={fence}")
+        elif a == "--ssapp-rmw-ints":
+            ssapp.append("-pmkit-ssapp-rmw-ints")
         elif a.startswith("--ssapp-allow="):
             ssapp.append(f"-pmkit-ssapp-allow={function_names(a)}")
         elif a.startswith("--robust-setting="):
@@ -227,7 +231,7 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
             "--clobber-setting, --clobber-domain and --clobber-allow need --mode=clobber"
         )
     if ssapp and mode != "ssapp":
-        raise UsageError("--ssapp-fence and --ssapp-allow need --mode=ssapp")
+        raise UsageError("--ssapp-fence, --ssapp-allow and --ssapp-rmw-ints need --mode=ssapp")
     if report and mode not in ("robust", "clobber", "ssapp"):
         raise UsageError("--report needs --mode=robust, --mode=clobber or --mode=ssapp")
     if whole and mode not in ("robust", "clobber"):

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 7u
+#define PMKIT_ABI_VERSION 8u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -188,10 +188,19 @@ struct __pmkit_ssapp_fase {
   uint32_t frame_bytes; /* the frame: buoy, flippers, slots, locals    */
   uint32_t nrises;      /* RISE R (1-based) is rises[R-1]              */
   const struct __pmkit_ssapp_rise *rises;
-  const uint32_t *slots; /* byte offsets of torn-bit slots in the frame */
+  const uint32_t *slots; /* torn-bit slots: byte offset | PMKIT_SSAPP_SLOT_* */
   uint32_t flags;        /* PMKIT_SSAPP_*                               */
-  uint32_t reserved;
+  uint32_t nptrs;
+  /* Slots that hold pointers: byte offset | PMKIT_SSAPP_SLOT_TORN when in
+   * torn-bit form. Recovery moves those into the program's static data by
+   * how far the program's base moved since the crashed run (frame word 1
+   * records it at begin). */
+  const uint32_t *ptrs;
 };
+/* A slot holding the checksum of the bytes __pmkit_ssapp_copy_in took
+ * (low 32 bits) instead of a value. */
+#define PMKIT_SSAPP_SLOT_SUM 1u
+#define PMKIT_SSAPP_SLOT_TORN 2u
 /* The module's RISEs end with a compiler barrier instead of a fence. */
 #define PMKIT_SSAPP_COMPILER_FENCE 1u
 /* Registers a module's FASEs (a constructor the pass adds). */
@@ -211,10 +220,34 @@ void __pmkit_ssapp_exit(void);
 int __pmkit_ssapp_alloc(void *pool, uint64_t size, void **out, uint32_t zero);
 /* pmkit_free inside a FASE: in the FASE's pool, applied when it commits. */
 int __pmkit_ssapp_free(void *pool, void *p);
-/* PM locks inside a FASE (kind: PMKIT_SSAPP_LOCK_*): the thread's held
- * locks are recorded, so that recovery holds them again before any
- * interrupted FASE resumes; taking a held lock again, or releasing one not
- * held, does nothing (a re-executed RISE). */
+/* memmove(dst, src, n) inside a FASE, as two RISEs: a read RISE copies the
+ * bytes to the thread's buffer and stores their checksum with the RISE's
+ * torn bit t in *slot; a write RISE copies them out. At most 4 KiB. */
+void __pmkit_ssapp_copy_in(const void *src, uint64_t n, uint64_t *slot,
+                           uint64_t t);
+void __pmkit_ssapp_copy_out(void *dst, uint64_t n);
+/* An atomic read-modify-write of a 64-bit word inside a FASE (an RMW RISE,
+ * alone): op PMKIT_SSAPP_RMW_CAS (v: the desired value) or another
+ * operation with operand v. Returns the value it replaced (or found, for a
+ * failed CAS), without its tag: the word keeps a tag naming this thread in
+ * bits 48..63, so values must stay below 2^48, and every read of the word
+ * masks them (the pass does so in FASEs; pmkit_ssapp_value elsewhere). */
+enum {
+  PMKIT_SSAPP_RMW_CAS = 1,
+  PMKIT_SSAPP_RMW_XCHG,
+  PMKIT_SSAPP_RMW_ADD,
+  PMKIT_SSAPP_RMW_SUB,
+  PMKIT_SSAPP_RMW_AND,
+  PMKIT_SSAPP_RMW_OR,
+  PMKIT_SSAPP_RMW_XOR,
+};
+uint64_t __pmkit_ssapp_rmw(uint64_t *word, uint32_t op, uint64_t v,
+                           uint64_t expected);
+/* PM locks inside a FASE (kind: PMKIT_SSAPP_LOCK_*), in the pool or in the
+ * program's static data: the thread's held locks are recorded, so that
+ * recovery holds them again before any interrupted FASE resumes; taking a
+ * held lock again, or releasing one not held, does nothing (a re-executed
+ * RISE). */
 enum {
   PMKIT_SSAPP_LOCK_MUTEX = 1,
   PMKIT_SSAPP_LOCK_READ = 2,
@@ -243,6 +276,9 @@ enum {
  *      __pmkit_clobber_wb (write-backs deferred to commit).
  *   7  __pmkit_ssapp_* calls, the RISE and FASE tables of the pmkit-ssapp
  *      pass and the frame's word layout.
+ *   8  ssapp: __pmkit_ssapp_copy_in/_copy_out (memmove), __pmkit_ssapp_rmw
+ *      (tagged atomic RMWs), pointer slots in the FASE table, locks in
+ *      static data.
  */
 
 #ifdef __cplusplus

@@ -284,6 +284,19 @@ typedef struct pmkit_clobber_inflight {
 int pmkit_clobber_inflight_get(pmkit_pool *pool, unsigned slot,
                                pmkit_clobber_inflight *out);
 
+/* ---- ssapp mode: words that FASEs update with atomic RMWs -----------------
+ * A FASE compiled in ssapp mode tags every 64-bit word it updates with an
+ * atomic read-modify-write (compare-exchange, exchange, add, ...) in bits
+ * 48..63, so that recovery can tell whether the RMW took effect. Reads in
+ * those FASEs drop the tag; code outside them reads such a word with these
+ * (pointers and integers below 2^48 are unchanged by them). */
+static inline uint64_t pmkit_ssapp_value(uint64_t word) {
+  return word & ((1ull << 48) - 1);
+}
+static inline void *pmkit_ssapp_ptr(const void *word) {
+  return (void *)((uintptr_t)word & ((1ull << 48) - 1));
+}
+
 /* ---- PM-resident locks ----------------------------------------------------
  * Place these in the pool. Zero-initialised memory is an unlocked lock. A
  * lock held when a run crashed is free in the next run: its generation no

@@ -35,6 +35,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/MemoryLocation.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
@@ -50,6 +52,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,8 @@ STATISTIC(NumReadRises, "Read RISEs (torn-bit checked after a crash)");
 STATISTIC(NumTsaSlots, "Torn-bit slots (load-to-persist)");
 STATISTIC(NumPlainSlots, "Frame slots without a torn bit");
 STATISTIC(NumRemat, "Loads of globals repeated instead of kept in a slot");
+STATISTIC(NumRmw, "Atomic read-modify-writes made detectable (tagged)");
+STATISTIC(NumMasked, "Loads of words an RMW may tag, masked");
 STATISTIC(NumFences, "Trailing fences (or compiler barriers) of RISEs");
 STATISTIC(NumStripped, "Flushes and fences of the program removed from FASEs");
 
@@ -94,6 +99,10 @@ cl::list<std::string>
                       "them after a crash is harmless"));
 cl::opt<bool> ReportOpt("pmkit-ssapp-report", cl::Hidden, cl::init(false),
                         cl::desc("Print each FASE's RISEs to stderr"));
+cl::opt<bool> RmwIntsOpt(
+    "pmkit-ssapp-rmw-ints", cl::Hidden, cl::init(false),
+    cl::desc("Integers that FASEs update with atomic read-modify-writes stay "
+             "below 2^48 (their words' top 16 bits are free for the tag)"));
 cl::opt<bool> NoSplitOpt(
     "pmkit-ssapp-no-split", cl::Hidden, cl::init(false),
     cl::desc("Make each block one RISE that recovery always re-executes "
@@ -130,6 +139,7 @@ enum class CallClass {
   Idempotent, // its own CALL RISE, re-executed after a crash
   Fence,      // ends the RISE; its own (write) RISE
   Copy,       // memcpy/memset: its own write RISE
+  Move,       // memmove -> __pmkit_ssapp_copy_in + __pmkit_ssapp_copy_out
   Alloc,      // pmkit_alloc/zalloc -> __pmkit_ssapp_alloc
   Lock,       // PM lock acquire -> __pmkit_ssapp_lock
   Unlock,     // PM lock release -> __pmkit_ssapp_unlock
@@ -145,6 +155,9 @@ struct Rise {
   std::vector<unsigned> Slots;
   unsigned Line = 0;
 };
+
+// RISEs whose slots carry torn bits and that recovery may skip.
+bool torn(unsigned K) { return K == PMKIT_RISE_READ || K == PMKIT_RISE_RMW; }
 
 const char *kindName(unsigned K) {
   switch (K) {
@@ -164,8 +177,8 @@ const char *kindName(unsigned K) {
 
 class SSAPPInstrumenter {
 public:
-  SSAPPInstrumenter(Module &M)
-      : M(M), Ctx(M.getContext()), DL(M.getDataLayout()),
+  SSAPPInstrumenter(Module &M, FunctionAnalysisManager &FAM)
+      : M(M), FAM(FAM), Ctx(M.getContext()), DL(M.getDataLayout()),
         I64(Type::getInt64Ty(Ctx)), I32(Type::getInt32Ty(Ctx)),
         Ptr(PointerType::getUnqual(Ctx)) {
     for (const std::string &A : AllowOpt)
@@ -177,6 +190,7 @@ private:
   CallClass classify(CallBase &CB, bool Report);
   bool check(Function &F);
   void rewriteCalls(Function &F);
+  void rewriteRmws(Function &F);
   void split(Function &F);
   void demote(Function &F);
   void instrumentRises(Function &F);
@@ -207,6 +221,7 @@ private:
   }
 
   Module &M;
+  FunctionAnalysisManager &FAM;
   LLVMContext &Ctx;
   const DataLayout &DL;
   Type *I64, *I32, *Ptr;
@@ -219,6 +234,7 @@ private:
   Instruction *Begin = nullptr; // __pmkit_ssapp_begin in Entry
   unsigned FrameBytes = 0;
   std::vector<Rise> Rises;
+  std::vector<unsigned> PtrSlots;          // offset | PMKIT_SSAPP_SLOT_TORN
   DenseMap<BasicBlock *, unsigned> RiseOf; // RISE block or tail -> index
   SmallPtrSet<BasicBlock *, 8> Tails;
 
@@ -227,6 +243,7 @@ private:
     Function *Recover;
     unsigned FrameBytes;
     std::vector<Rise> Rises;
+    std::vector<unsigned> PtrSlots; // offset | PMKIT_SSAPP_SLOT_TORN
   };
   std::vector<TableEntry> Table;
 };
@@ -256,10 +273,7 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
     case Intrinsic::memset_inline:
       return CallClass::Copy;
     case Intrinsic::memmove:
-      return Bad("FASE " + Owner->getName() +
-                 " calls memmove, whose source and destination may overlap: "
-                 "re-executing it after a crash would move the bytes twice; "
-                 "copy through a buffer instead");
+      return CallClass::Move;
     case Intrinsic::x86_sse_sfence:
     case Intrinsic::x86_sse2_mfence:
       return CallClass::Fence;
@@ -317,6 +331,8 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
                "): recovery resumes FASEs in the middle and must hold their "
                "locks again, so ssapp mode needs PM locks (pmkit_mutex, "
                "pmkit_rwlock) in the pool");
+  if (N == "__pmkit_ssapp_copy_in")
+    return CallClass::Move;
   if (N.startswith("__pmkit_ssapp_") || N == "__pmkit_crash_point")
     return CallClass::Idempotent;
   for (StringRef K : ReadOnlyLib)
@@ -330,16 +346,85 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
              N + " if calling it again after a crash is harmless");
 }
 
+// A 64-bit integer built from a pointer (C's atomics on pointers are
+// integer RMWs in IR), perhaps with low tag bits or'ed in (a Harris list's
+// mark), or a small constant (NULL): its top 16 bits are free.
+static bool pointerDerived(const Value *V) {
+  if (auto *C = dyn_cast<ConstantInt>(V))
+    return C->getValue().getActiveBits() <= 48;
+  if (isa<PtrToIntInst>(V) || isa<ConstantPointerNull>(V))
+    return true;
+  if (auto *BO = dyn_cast<BinaryOperator>(V)) {
+    auto *C = dyn_cast<ConstantInt>(BO->getOperand(1));
+    bool Small = C && C->getValue().getActiveBits() <= 16;
+    switch (BO->getOpcode()) {
+    case Instruction::Or:
+    case Instruction::Xor:
+    case Instruction::Add:
+      return Small && pointerDerived(BO->getOperand(0));
+    case Instruction::And:
+      return pointerDerived(BO->getOperand(0)) ||
+             (C && C->getValue().getActiveBits() <= 48);
+    default:
+      return false;
+    }
+  }
+  if (auto *Sel = dyn_cast<SelectInst>(V))
+    return pointerDerived(Sel->getTrueValue()) &&
+           pointerDerived(Sel->getFalseValue());
+  if (auto *Phi = dyn_cast<PHINode>(V)) {
+    // (one level: a loop's phi of pointers)
+    for (const Value *In : Phi->incoming_values())
+      if (!isa<PtrToIntInst>(In) && !isa<ConstantInt>(In))
+        return false;
+    return true;
+  }
+  return false;
+}
+
 bool SSAPPInstrumenter::check(Function &F) {
   bool Ok = true;
   for (Instruction &I : instructions(F)) {
     if (auto *CB = dyn_cast<CallBase>(&I))
       Ok &= classify(*CB, true) != CallClass::Bad;
     else if (isa<AtomicRMWInst>(I) || isa<AtomicCmpXchgInst>(I)) {
-      diag(&I, "FASE " + F.getName() +
-                   " contains an atomic read-modify-write; ssapp mode "
-                   "cannot yet tell after a crash whether it took effect");
-      Ok = false;
+      // The tag that tells recovery whether the RMW took effect takes the
+      // word's top 16 bits: pointers leave them free (x86-64 user space);
+      // integers only if the program says so.
+      Type *T = isa<AtomicRMWInst>(I)
+                    ? cast<AtomicRMWInst>(I).getValOperand()->getType()
+                    : cast<AtomicCmpXchgInst>(I).getNewValOperand()->getType();
+      auto *RMW = dyn_cast<AtomicRMWInst>(&I);
+      if (RMW && (RMW->getOperation() == AtomicRMWInst::Nand ||
+                  RMW->getOperation() > AtomicRMWInst::Xor)) {
+        diag(&I, "FASE " + F.getName() + " uses atomic " +
+                     AtomicRMWInst::getOperationName(RMW->getOperation()) +
+                     ", which ssapp mode does not make detectable (it "
+                     "supports compare-exchange, exchange, add, sub, and, "
+                     "or and xor)");
+        Ok = false;
+      } else if (DL.getTypeSizeInBits(T) != 64) {
+        diag(&I, "FASE " + F.getName() +
+                     " makes an atomic read-modify-write of a " +
+                     Twine(DL.getTypeSizeInBits(T).getFixedValue()) +
+                     "-bit word: ssapp mode needs a spare bit in the word "
+                     "to tell after a crash whether it took effect, and "
+                     "only 64-bit words have them (their top 16 bits)");
+        Ok = false;
+      } else if (!T->isPointerTy() && !RmwIntsOpt &&
+                 // what an exchange stores is its operand; arithmetic
+                 // stores whatever the word held, changed
+                 !((!RMW || RMW->getOperation() == AtomicRMWInst::Xchg) &&
+                   pointerDerived(
+                       RMW ? RMW->getValOperand()
+                           : cast<AtomicCmpXchgInst>(I).getNewValOperand()))) {
+        diag(&I, "FASE " + F.getName() +
+                     " makes an atomic read-modify-write of a 64-bit "
+                     "integer, which may use every bit: ssapp mode needs the "
+                     "top 16 bits for its tag. If the integers stay below "
+                     "2^48, say so with --ssapp-rmw-ints");
+        Ok = false;
+      }
     } else if (auto *AI = dyn_cast<AllocaInst>(&I)) {
       if (!AI->isStaticAlloca()) {
         diag(&I, "FASE " + F.getName() +
@@ -355,10 +440,32 @@ bool SSAPPInstrumenter::check(Function &F) {
 // Calls the runtime must see: allocation and PM locks.
 void SSAPPInstrumenter::rewriteCalls(Function &F) {
   std::vector<CallBase *> Calls;
+  std::vector<MemMoveInst *> Moves;
   for (Instruction &I : instructions(F))
-    if (auto *CB = dyn_cast<CallBase>(&I))
+    if (auto *MM = dyn_cast<MemMoveInst>(&I))
+      Moves.push_back(MM);
+    else if (auto *CB = dyn_cast<CallBase>(&I))
       if (Function *G = CB->getCalledFunction(); G && !G->isIntrinsic())
         Calls.push_back(CB);
+  // A memmove's ranges may overlap, so moving the bytes again after a crash
+  // could move them twice: the bytes go through the thread's buffer, in a
+  // read RISE (its slot and torn bit are filled in after the split) and a
+  // write RISE.
+  for (MemMoveInst *MM : Moves) {
+    IRBuilder<> B(MM);
+    Value *N = B.CreateZExtOrTrunc(MM->getLength(), I64);
+    B.CreateCall(rtFn("__pmkit_ssapp_copy_in", Type::getVoidTy(Ctx),
+                      {Ptr, I64, Ptr, I64}),
+                 {MM->getRawSource(), N,
+                  ConstantPointerNull::get(cast<PointerType>(Ptr)),
+                  ConstantInt::get(I64, 0)})
+        ->setDebugLoc(MM->getDebugLoc());
+    B.CreateCall(
+         rtFn("__pmkit_ssapp_copy_out", Type::getVoidTy(Ctx), {Ptr, I64}),
+         {MM->getRawDest(), N})
+        ->setDebugLoc(MM->getDebugLoc());
+    MM->eraseFromParent();
+  }
   for (CallBase *CB : Calls) {
     StringRef N = CB->getCalledFunction()->getName();
     IRBuilder<> B(CB);
@@ -392,6 +499,108 @@ void SSAPPInstrumenter::rewriteCalls(Function &F) {
     if (!CB->getType()->isVoidTy())
       CB->replaceAllUsesWith(New);
     CB->eraseFromParent();
+  }
+}
+
+// Each atomic RMW becomes one call of the runtime, which tags the word so
+// that recovery can tell whether it took effect; what the RMW returned is
+// rebuilt after the call, so that the call's RISE keeps nothing but its
+// result. Every atomic or pointer load in the FASE of a word an RMW may tag
+// is masked.
+void SSAPPInstrumenter::rewriteRmws(Function &F) {
+  std::vector<Instruction *> Rmws;
+  for (Instruction &I : instructions(F))
+    if (isa<AtomicRMWInst>(I) || isa<AtomicCmpXchgInst>(I))
+      Rmws.push_back(&I);
+  if (Rmws.empty())
+    return;
+  FAM.invalidate(F, PreservedAnalyses::none());
+  AAResults &AA = FAM.getResult<AAManager>(F);
+  std::vector<MemoryLocation> Words;
+  for (Instruction *I : Rmws)
+    Words.push_back(MemoryLocation::getBeforeOrAfter(
+        isa<AtomicRMWInst>(I)
+            ? cast<AtomicRMWInst>(I)->getPointerOperand()
+            : cast<AtomicCmpXchgInst>(I)->getPointerOperand()));
+  std::vector<LoadInst *> Reads;
+  for (Instruction &I : instructions(F))
+    if (auto *LI = dyn_cast<LoadInst>(&I))
+      // A word RMWs update is an atomic object, read with atomic loads; a
+      // pointer has its top bits free, so masking one is harmless. Plain
+      // integer loads are left alone: alias analysis cannot always tell a
+      // node's key from its link, and a key may use every bit.
+      if (DL.getTypeSizeInBits(LI->getType()) == 64 &&
+          (LI->getType()->isPointerTy() ||
+           (LI->getType()->isIntegerTy() && LI->isAtomic())) &&
+          any_of(Words, [&](const MemoryLocation &W) {
+            return AA.alias(MemoryLocation::get(LI), W) != AliasResult::NoAlias;
+          }))
+        Reads.push_back(LI);
+  const uint64_t Mask = (1ull << 48) - 1;
+  for (LoadInst *LI : Reads) {
+    IRBuilder<> B(LI->getNextNode());
+    Value *V;
+    if (LI->getType()->isPointerTy())
+      V = B.CreateIntrinsic(Intrinsic::ptrmask, {LI->getType(), I64},
+                            {LI, ConstantInt::get(I64, Mask)});
+    else
+      V = B.CreateAnd(LI, Mask);
+    LI->replaceUsesWithIf(V, [&](Use &U) { return U.getUser() != V; });
+    ++NumMasked;
+  }
+  FunctionCallee Fn = rtFn("__pmkit_ssapp_rmw", I64, {Ptr, I32, I64, I64});
+  for (Instruction *I : Rmws) {
+    IRBuilder<> B(I);
+    auto ToI64 = [&](Value *V) {
+      return V->getType()->isPointerTy() ? B.CreatePtrToInt(V, I64) : V;
+    };
+    Value *Old;
+    if (auto *X = dyn_cast<AtomicCmpXchgInst>(I)) {
+      Value *E = ToI64(X->getCompareOperand());
+      CallInst *C =
+          B.CreateCall(Fn, {X->getPointerOperand(),
+                            ConstantInt::get(I32, PMKIT_SSAPP_RMW_CAS),
+                            ToI64(X->getNewValOperand()), E});
+      C->setDebugLoc(X->getDebugLoc());
+      Type *T = X->getNewValOperand()->getType();
+      Old = T->isPointerTy() ? B.CreateIntToPtr(C, T) : (Value *)C;
+      Value *Ok = B.CreateICmpEQ(C, E);
+      Value *Pair = B.CreateInsertValue(
+          B.CreateInsertValue(PoisonValue::get(X->getType()), Old, 0), Ok, 1);
+      X->replaceAllUsesWith(Pair);
+    } else {
+      auto *R = cast<AtomicRMWInst>(I);
+      unsigned Op;
+      switch (R->getOperation()) {
+      case AtomicRMWInst::Xchg:
+        Op = PMKIT_SSAPP_RMW_XCHG;
+        break;
+      case AtomicRMWInst::Add:
+        Op = PMKIT_SSAPP_RMW_ADD;
+        break;
+      case AtomicRMWInst::Sub:
+        Op = PMKIT_SSAPP_RMW_SUB;
+        break;
+      case AtomicRMWInst::And:
+        Op = PMKIT_SSAPP_RMW_AND;
+        break;
+      case AtomicRMWInst::Or:
+        Op = PMKIT_SSAPP_RMW_OR;
+        break;
+      default:
+        Op = PMKIT_SSAPP_RMW_XOR;
+        break;
+      }
+      CallInst *C = B.CreateCall(
+          Fn, {R->getPointerOperand(), ConstantInt::get(I32, Op),
+               ToI64(R->getValOperand()), ConstantInt::get(I64, 0)});
+      C->setDebugLoc(R->getDebugLoc());
+      Type *T = R->getType();
+      Old = T->isPointerTy() ? B.CreateIntToPtr(C, T) : (Value *)C;
+      R->replaceAllUsesWith(Old);
+    }
+    I->eraseFromParent();
+    ++NumRmw;
   }
 }
 
@@ -440,13 +649,26 @@ void SSAPPInstrumenter::split(Function &F) {
         if (C == CallClass::Ignore)
           continue;
         Function *G = CB->getCalledFunction();
-        Alone = C == CallClass::Fence || C == CallClass::Copy ? PMKIT_RISE_WRITE
-                : G && G->getName() == "__pmkit_ssapp_alloc"  ? PMKIT_RISE_ALLOC
-                                                              : PMKIT_RISE_CALL;
+        if (C == CallClass::Fence || C == CallClass::Copy)
+          Alone = PMKIT_RISE_WRITE;
+        else if (C == CallClass::Move)
+          Alone = PMKIT_RISE_READ; // copy_in: reads, fills a torn-bit slot
+        else if (G && G->getName() == "__pmkit_ssapp_alloc")
+          Alone = PMKIT_RISE_ALLOC;
+        else if (G && G->getName() == "__pmkit_ssapp_rmw")
+          Alone = PMKIT_RISE_RMW;
+        else
+          Alone = PMKIT_RISE_CALL;
       } else {
         continue;
       }
       Cut(&I);
+      if (Alone == PMKIT_RISE_RMW && Start != &I) {
+        // Nothing but the RMW: its RISE's only slot is its result, which
+        // recovery can fill in when the RMW took effect.
+        Pieces.push_back({Start, PMKIT_RISE_WRITE});
+        Start = &I;
+      }
       Cur = Alone;
       Cut(I.getNextNode());
     }
@@ -463,8 +685,7 @@ void SSAPPInstrumenter::split(Function &F) {
     // would see the next iteration's values. Its terminator gets a write
     // RISE of its own, where the phis' stores will go.
     bool SelfLoop = !BB->phis().empty() && is_contained(successors(BB), BB);
-    if (SelfLoop && Pieces.size() == 1 &&
-        Pieces.back().second != PMKIT_RISE_READ)
+    if (SelfLoop && Pieces.size() == 1 && !torn(Pieces.back().second))
       Pieces.push_back({BB->getTerminator(), PMKIT_RISE_WRITE});
     // Cut, last piece first so the earlier instructions keep their block.
     std::vector<BasicBlock *> PieceBB(Pieces.size());
@@ -484,7 +705,7 @@ void SSAPPInstrumenter::split(Function &F) {
       // A read RISE's successor must be a place to continue at: a block of
       // its own holding its terminator (and, later, its phi stores),
       // unless it simply branches to a block without phis.
-      if (R.Kind == PMKIT_RISE_READ) {
+      if (torn(R.Kind)) {
         auto *Br = dyn_cast<BranchInst>(R.BB->getTerminator());
         bool Plain = Br && Br->isUnconditional() &&
                      Br->getSuccessor(0)->phis().empty() &&
@@ -531,42 +752,51 @@ void SSAPPInstrumenter::demote(Function &F) {
         Written.insert(G);
   // Values a crash makes stale but each block can compute again: loads of
   // globals the FASE never writes (configuration, pointers to volatile
-  // state) and a pool's handle. Each block that uses one gets its own copy,
-  // which after a crash reads the new process's state.
-  auto Remat = [&](Instruction *I) {
+  // state), a pool's handle, and addresses computed from a global's (a
+  // lock in a static array). Each block that uses one gets its own copy,
+  // which after a crash reads, or computes, the new process's value.
+  std::function<bool(Value *)> Remat = [&](Value *V) -> bool {
+    auto *I = dyn_cast<Instruction>(V);
+    if (!I || I->getParent() == Entry)
+      return false;
     if (auto *CB = dyn_cast<CallBase>(I))
       return CB->getCalledFunction() &&
              CB->getCalledFunction()->getName() == "pmkit_pool_of";
-    auto *LI = dyn_cast<LoadInst>(I);
-    if (!LI || LI->isVolatile() || LI->isAtomic())
-      return false;
-    auto *G = dyn_cast<GlobalVariable>(LI->getPointerOperand());
-    return G && !G->isThreadLocal() && !Written.count(G);
-  };
-  std::vector<Instruction *> Work;
-  for (Instruction &I : instructions(F))
-    if (I.getParent() != Entry && Remat(&I))
-      Work.push_back(&I);
-  for (Instruction *I : Work) {
-    DenseMap<BasicBlock *, Instruction *> Copy;
-    for (Use &U : make_early_inc_range(I->uses())) {
-      BasicBlock *UB = cast<Instruction>(U.getUser())->getParent();
-      if (UB == I->getParent())
-        continue;
-      Instruction *&C = Copy[UB];
-      if (!C) {
-        C = I->clone();
-        C->insertBefore(&*UB->getFirstInsertionPt());
-        ++NumRemat;
-      }
-      U.set(C);
+    if (auto *LI = dyn_cast<LoadInst>(I)) {
+      auto *G = dyn_cast<GlobalVariable>(LI->getPointerOperand());
+      return !LI->isVolatile() && !LI->isAtomic() && G && !G->isThreadLocal() &&
+             !Written.count(G);
     }
-  }
-
+    if (isa<GetElementPtrInst>(I) || isa<CastInst>(I)) {
+      Value *Base = I->getOperand(0);
+      return isa<GlobalVariable>(Base) || Remat(Base);
+    }
+    return false;
+  };
+  // A copy of I in block UB (its own operands that are such values too).
+  std::function<Value *(
+      Instruction *, BasicBlock *,
+      DenseMap<std::pair<Instruction *, BasicBlock *>, Instruction *> &)>
+      CopyIn = [&](Instruction *I, BasicBlock *UB, auto &Done) -> Value * {
+    Instruction *&C = Done[{I, UB}];
+    if (C)
+      return C;
+    C = I->clone();
+    C->insertBefore(&*UB->getFirstInsertionPt());
+    for (Use &Op : C->operands())
+      if (auto *OI = dyn_cast<Instruction>(Op.get());
+          OI && OI->getParent() != UB && Remat(OI)) {
+        Value *OC = CopyIn(OI, UB, Done);
+        cast<Instruction>(OC)->moveBefore(C);
+        Op.set(OC);
+      }
+    ++NumRemat;
+    return C;
+  };
   auto IsTsa = [&](BasicBlock *Def) {
     auto It = RiseOf.find(Def);
     return It != RiseOf.end() && !Tails.count(Def) &&
-           Rises[It->second].Kind == PMKIT_RISE_READ;
+           torn(Rises[It->second].Kind);
   };
   // A value's slot(s): plain (its own type), or torn-bit slots of 32 bits
   // of value each.
@@ -600,8 +830,8 @@ void SSAPPInstrumenter::demote(Function &F) {
   };
   auto Chunks = [&](Type *T) { return (WidthOf(T) + 31) / 32; };
   auto EncodeStore = [&](IRBuilder<> &B, Value *V, SlotOf S, Value *T) {
-    if (!S.Tsa) {
-      B.CreateStore(V, frameAt(B, S.Off));
+    if (!S.Tsa) { // slots are 8-aligned, whatever the value's type asks
+      B.CreateAlignedStore(V, frameAt(B, S.Off), Align(8));
       return;
     }
     Value *Bits = ToBits(B, V);
@@ -617,7 +847,7 @@ void SSAPPInstrumenter::demote(Function &F) {
   };
   auto DecodeLoad = [&](IRBuilder<> &B, Type *Ty, SlotOf S) -> Value * {
     if (!S.Tsa)
-      return B.CreateLoad(Ty, frameAt(B, S.Off));
+      return B.CreateAlignedLoad(Ty, frameAt(B, S.Off), Align(8));
     IntegerType *IntTy = B.getIntNTy(WidthOf(Ty));
     Value *Bits = nullptr;
     for (unsigned K = 0; K < Chunks(Ty); K++) {
@@ -638,6 +868,8 @@ void SSAPPInstrumenter::demote(Function &F) {
       Phis.push_back(&P);
   for (PHINode *P : Phis) {
     SlotOf S{false, slot(DL.getTypeStoreSize(P->getType()))};
+    if (P->getType()->isPointerTy())
+      PtrSlots.push_back(S.Off);
     ++NumPlainSlots;
     for (unsigned K = 0; K < P->getNumIncomingValues(); K++) {
       IRBuilder<> B(P->getIncomingBlock(K)->getTerminator());
@@ -648,6 +880,19 @@ void SSAPPInstrumenter::demote(Function &F) {
     P->replaceAllUsesWith(L);
     P->eraseFromParent();
   }
+
+  // Phis' stores are uses like any other now.
+  std::vector<Instruction *> Work;
+  for (Instruction &I : instructions(F))
+    if (Remat(&I))
+      Work.push_back(&I);
+  DenseMap<std::pair<Instruction *, BasicBlock *>, Instruction *> Done;
+  for (Instruction *I : Work)
+    for (Use &U : make_early_inc_range(I->uses())) {
+      auto *UI = cast<Instruction>(U.getUser());
+      if (UI->getParent() != I->getParent())
+        U.set(CopyIn(I, UI->getParent(), Done));
+    }
 
   // Values used outside their block, arguments included.
   std::vector<Value *> Vals;
@@ -667,7 +912,10 @@ void SSAPPInstrumenter::demote(Function &F) {
       if (UI->getParent() != Def)
         Far.push_back(&U);
     }
-    if (Far.empty())
+    auto *CV = dyn_cast<CallInst>(V);
+    bool RmwResult = CV && CV->getCalledFunction() &&
+                     CV->getCalledFunction()->getName() == "__pmkit_ssapp_rmw";
+    if (Far.empty() && !RmwResult) // an RMW's result: recovery's evidence
       continue;
     if (isa<Argument>(V) && all_of(Far, [&](Use *U) {
           return cast<Instruction>(U->getUser())->getParent() == Entry;
@@ -684,6 +932,8 @@ void SSAPPInstrumenter::demote(Function &F) {
     }
     unsigned N = Tsa ? Chunks(V->getType()) : 0;
     SlotOf S{Tsa, Tsa ? slot(8 * N) : slot(DL.getTypeStoreSize(V->getType()))};
+    if (V->getType()->isPointerTy())
+      PtrSlots.push_back(S.Off | (Tsa ? PMKIT_SSAPP_SLOT_TORN : 0));
     if (Tsa) {
       Rise &R = Rises[RiseOf[Def]];
       for (unsigned K = 0; K < N; K++)
@@ -759,7 +1009,7 @@ void SSAPPInstrumenter::instrumentRises(Function &F) {
       crashPoint(B);
     Value *Buoy = ConstantInt::get(I64, Id);
     Value *T = nullptr;
-    if (R.Kind == PMKIT_RISE_READ) {
+    if (torn(R.Kind)) {
       // R.T already stands in the slot stores: define it here.
       Value *Flip = frameAt(B, R.Flip);
       auto *Old = B.CreateLoad(I64, Flip);
@@ -773,7 +1023,7 @@ void SSAPPInstrumenter::instrumentRises(Function &F) {
     }
     // The RISE's own stores stay after the buoy.
     compilerBarrier(B);
-    if (R.Kind == PMKIT_RISE_READ) { // the stand-in goes (B stood before it)
+    if (torn(R.Kind)) { // the stand-in goes (B stood before it)
       auto *Stand = cast<Instruction>(R.T);
       R.T = T;
       Stand->replaceAllUsesWith(T);
@@ -821,7 +1071,7 @@ Function *SSAPPInstrumenter::makeRecover(Function &F) {
     const Rise &R = Rises[K];
     auto *At = cast<BasicBlock>(VMap[R.BB]);
     SW->addCase(ConstantInt::get(cast<IntegerType>(I64), 2 * (K + 1)), At);
-    if (R.Kind == PMKIT_RISE_READ) {
+    if (torn(R.Kind)) {
       BasicBlock *After =
           R.Tail ? R.Tail : R.BB->getTerminator()->getSuccessor(0);
       SW->addCase(ConstantInt::get(cast<IntegerType>(I64), 2 * (K + 1) + 1),
@@ -851,7 +1101,7 @@ void SSAPPInstrumenter::report(Function &F) {
 void SSAPPInstrumenter::emitTable() {
   StructType *RiseTy = StructType::get(Ctx, {I32, I32, I32, I32});
   StructType *EntTy =
-      StructType::get(Ctx, {I64, Ptr, Ptr, I32, I32, Ptr, Ptr, I32, I32});
+      StructType::get(Ctx, {I64, Ptr, Ptr, I32, I32, Ptr, Ptr, I32, I32, Ptr});
   uint32_t Flags =
       FenceOpt == FenceKind::Compiler ? PMKIT_SSAPP_COMPILER_FENCE : 0;
   std::vector<Constant *> Ents;
@@ -876,6 +1126,15 @@ void SSAPPInstrumenter::emitTable() {
     auto *SGV =
         new GlobalVariable(M, SArr, true, GlobalValue::PrivateLinkage,
                            ConstantArray::get(SArr, Ss), "__pmkit_ssapp_slots");
+    std::vector<Constant *> Ps;
+    for (unsigned P : E.PtrSlots)
+      Ps.push_back(ConstantInt::get(I32, P));
+    if (Ps.empty())
+      Ps.push_back(ConstantInt::get(I32, 0));
+    auto *PArr = ArrayType::get(I32, Ps.size());
+    auto *PGV =
+        new GlobalVariable(M, PArr, true, GlobalValue::PrivateLinkage,
+                           ConstantArray::get(PArr, Ps), "__pmkit_ssapp_ptrs");
     Constant *Name = ConstantDataArray::getString(Ctx, E.Fase->getName());
     auto *NameGV = new GlobalVariable(M, Name->getType(), true,
                                       GlobalValue::PrivateLinkage, Name,
@@ -884,7 +1143,8 @@ void SSAPPInstrumenter::emitTable() {
         EntTy, {ConstantInt::get(I64, pmkit::faseId(E.Fase->getName())), NameGV,
                 E.Recover, ConstantInt::get(I32, E.FrameBytes),
                 ConstantInt::get(I32, E.Rises.size()), RGV, SGV,
-                ConstantInt::get(I32, Flags), ConstantInt::get(I32, 0)}));
+                ConstantInt::get(I32, Flags),
+                ConstantInt::get(I32, E.PtrSlots.size()), PGV}));
   }
   auto *ArrTy = ArrayType::get(EntTy, Ents.size());
   auto *TableGV = new GlobalVariable(
@@ -921,9 +1181,11 @@ bool SSAPPInstrumenter::run() {
     Frame = nullptr;
     FrameBytes = 16; // buoy, reserved
     Rises.clear();
+    PtrSlots.clear();
     RiseOf.clear();
     Tails.clear();
     rewriteCalls(*F);
+    rewriteRmws(*F);
     // Returns leave through the runtime (a call RISE of their own).
     for (BasicBlock &BB : *F)
       if (auto *Ret = dyn_cast<ReturnInst>(BB.getTerminator()))
@@ -956,13 +1218,28 @@ bool SSAPPInstrumenter::run() {
     // Each read RISE's flipper, and a stand-in for its torn bit that the
     // slot stores use until instrumentRises defines it.
     for (Rise &R : Rises)
-      if (R.Kind == PMKIT_RISE_READ) {
+      if (torn(R.Kind)) {
         R.Flip = slot(8);
         R.T = BinaryOperator::CreateAdd(ConstantInt::get(I64, 0),
                                         ConstantInt::get(I64, 0), "ssapp.t",
                                         &*R.BB->getFirstInsertionPt());
         ++NumReadRises;
       }
+    // Each memmove's first half gets its checksum slot and torn bit.
+    for (Rise &R : Rises)
+      for (Instruction &I : *R.BB)
+        if (auto *CB = dyn_cast<CallBase>(&I))
+          if (CB->getCalledFunction() &&
+              CB->getCalledFunction()->getName() == "__pmkit_ssapp_copy_in") {
+            unsigned Off = slot(8);
+            IRBuilder<> SB(CB);
+            CB->setArgOperand(2, frameAt(SB, Off));
+            if (R.Kind == PMKIT_RISE_READ) { // else -pmkit-ssapp-no-split
+              CB->setArgOperand(3, R.T);
+              R.Slots.push_back(Off | PMKIT_SSAPP_SLOT_SUM);
+              ++NumTsaSlots;
+            }
+          }
     Begin = BeginCall;
     demote(*F);
     if (Failed)
@@ -978,7 +1255,8 @@ bool SSAPPInstrumenter::run() {
       diag(nullptr, "internal error: invalid code for FASE " + F->getName());
       return true;
     }
-    Table.push_back({F, RF, (unsigned)alignTo(FrameBytes, 64), Rises});
+    Table.push_back(
+        {F, RF, (unsigned)alignTo(FrameBytes, 64), Rises, PtrSlots});
     ++NumFase;
   }
   emitTable();
@@ -987,8 +1265,10 @@ bool SSAPPInstrumenter::run() {
 
 } // namespace
 
-PreservedAnalyses pmkit::SSAPPPass::run(Module &M, ModuleAnalysisManager &) {
-  if (!SSAPPInstrumenter(M).run())
+PreservedAnalyses pmkit::SSAPPPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  FunctionAnalysisManager &FAM =
+      MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
+  if (!SSAPPInstrumenter(M, FAM).run())
     return PreservedAnalyses::all();
   return PreservedAnalyses::none();
 }

@@ -22,6 +22,8 @@
  * nothing here is written back. Entry points: __pmkit_ssapp_enter,
  * __pmkit_ssapp_begin, __pmkit_ssapp_exit, pmk_ssapp_recover.
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +31,18 @@
 
 #include "../core/internal.h"
 
-#define MAX_FRAMES 64u          /* FASEs one thread may run */
-#define MAX_HELD 16u            /* PM locks one FASE may hold at once */
+#define MAX_FRAMES 64u /* FASEs one thread may run */
+#define MAX_HELD 64u   /* PM locks one FASE may hold at once */
+#define COPY_MAX 4096u /* bytes of one memmove in a FASE */
+#define MAX_RELOC 256u /* pointer slots relocated at once */
+#define HELD_STATIC 4u /* a held lock in static data, not the pool */
+/* An RMW's tag in bits 48..63 of its word: the writer's context slot
+ * (6 bits) and a sequence number 1..1023 (10 bits); 0: no tag. */
+#define TAG_SHIFT 48
+#define VAL_MASK ((1ull << TAG_SHIFT) - 1)
+#define TAG_OF(w) ((w) >> TAG_SHIFT)
+#define TAG(slot, seq) ((uint64_t)(slot) << 10 | (seq))
+#define CUR(rise, t, seq) ((rise) | (uint64_t)(seq) << 32 | (t))
 #define OWNER_MAGIC 0x50415353u /* "SSAP" in ext word 1 */
 #define BLK_MAGIC 0x4b4c425050415353ull
 
@@ -45,9 +57,25 @@ enum {
 struct blk {
   uint64_t magic;
   uint64_t pad[7];
-  /* Locks held: pool offset | PMKIT_SSAPP_LOCK_* (locks are 8-aligned);
-   * 0 is a free entry. */
+  /* Locks held: the lock's name (lock_name) | PMKIT_SSAPP_LOCK_*; 0 is a
+   * free entry. */
   uint64_t held[MAX_HELD];
+  /* A memmove's bytes between its two RISEs (__pmkit_ssapp_copy_in). */
+  uint64_t copy_len;
+  uint64_t copy[COPY_MAX / 8];
+  /* The atomic RMW in flight (__pmkit_ssapp_rmw): its word and expected
+   * value, then `rmw_cur` (its RISE, torn bit and tag sequence number),
+   * written last; `rmw_seen`, set by another thread about to overwrite
+   * the value this RMW wrote, to the rmw_cur it saw; `rmw_seq`, the last
+   * sequence number used. */
+  uint64_t rmw_addr, rmw_exp, rmw_cur, rmw_seen, rmw_seq;
+  /* Recovery's relocation of static pointers in the frame, redone from
+   * here if a crash interrupts it: the base it moves to, then the new
+   * value of each pointer slot, then `reloc_n` (written last). */
+  uint64_t reloc_to, reloc_n;
+  struct {
+    uint64_t off, val;
+  } reloc[MAX_RELOC];
   struct {
     uint64_t id, off; /* FASE id, its frame's pool offset */
   } frame[MAX_FRAMES];
@@ -60,7 +88,13 @@ static __thread struct {
   pmkit_ctx *ctx;
   struct blk *blk;
   uint64_t *frame;
+  unsigned held_hi; /* held[] entries at and above it are 0 */
   int recovering;
+  struct { /* the thread's last FASE, for the next call's enter */
+    uint64_t id, serial;
+    const struct __pmkit_ssapp_fase *fase;
+    uint64_t *frame;
+  } last;
 } cur;
 
 static struct pmk_registry table = PMK_REGISTRY_INIT;
@@ -96,6 +130,52 @@ static void give(void *lock, uint64_t kind) {
     pmkit_mutex_unlock(lock);
   else
     pmkit_rwlock_unlock(lock);
+}
+
+/* The main program's static data: where it is mapped in this run. */
+static struct {
+  pthread_once_t once;
+  uintptr_t bias, lo, hi;
+} exe = {PTHREAD_ONCE_INIT, 0, 0, 0};
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  exe.bias = info->dlpi_addr;
+  for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+      continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (!exe.lo || lo < exe.lo)
+      exe.lo = lo;
+    if (lo + ph->p_memsz > exe.hi)
+      exe.hi = lo + ph->p_memsz;
+  }
+  return 1; /* the first object is the program */
+}
+
+static void find_exe(void) { dl_iterate_phdr(first_object, NULL); }
+
+/* A lock's name that holds across runs: its offset in the FASE's pool, or
+ * (HELD_STATIC) its offset in the program's static data, which the same
+ * program maps at the same offset from its base in every run. 0 if it is
+ * in neither (the heap, a stack, another library). */
+static uint64_t lock_name(const void *lock) {
+  if (pmkit_pool_of(lock) == cur.pool)
+    return pmkit_off(cur.pool, lock);
+  pthread_once(&exe.once, find_exe);
+  uintptr_t a = (uintptr_t)lock;
+  if (a >= exe.lo && a < exe.hi)
+    return (a - exe.bias) | HELD_STATIC;
+  return 0;
+}
+
+static void *lock_at(pmkit_pool *p, uint64_t h) {
+  if (!(h & HELD_STATIC))
+    return pmk_at(p, h & ~7ull);
+  pthread_once(&exe.once, find_exe);
+  return (void *)(exe.bias + (h & ~7ull));
 }
 
 static struct blk *thread_blk(pmkit_pool *p, pmkit_ctx *c) {
@@ -135,21 +215,34 @@ uint64_t *__pmkit_ssapp_enter(uint64_t id, const void *anchor) {
   if (cur.frame && !cur.recovering)
     fail("called inside another FASE", "FASEs the pass cannot inline "
                                        "(recursive ones) cannot nest");
-  const struct __pmkit_ssapp_fase *f = lookup(id);
-  if (!f)
-    fail("not registered", "was the module built with the pmkit-ssapp pass?");
-  cur.fase = f;
   pmkit_pool *p = anchor ? pmkit_pool_of(anchor) : NULL;
   if (!p && !(p = pmk_only_pool()))
     fail("no pool", "open exactly one pool, or pass a pointer into the "
                     "FASE's pool as an argument");
-  pmkit_ctx *c;
-  if (pmkit_ctx_get(p, &c))
-    fail("no thread context", pmkit_errormsg());
-  cur.pool = p;
-  cur.ctx = c;
-  cur.blk = thread_blk(p, c);
+  /* The same FASE as the thread's last one, in the same opening of the
+   * same pool: its frame is known. */
+  if (cur.last.id == id && cur.pool == p && cur.last.serial == p->serial) {
+    cur.fase = cur.last.fase;
+    return cur.frame = cur.last.frame;
+  }
+  const struct __pmkit_ssapp_fase *f = lookup(id);
+  if (!f)
+    fail("not registered", "was the module built with the pmkit-ssapp pass?");
+  cur.fase = f;
+  if (cur.pool != p || cur.last.serial != p->serial) {
+    pmkit_ctx *c;
+    if (pmkit_ctx_get(p, &c))
+      fail("no thread context", pmkit_errormsg());
+    cur.pool = p;
+    cur.ctx = c;
+    cur.blk = thread_blk(p, c);
+    cur.held_hi = MAX_HELD; /* begin clears what an earlier run left */
+  }
   cur.frame = thread_frame(p, cur.blk, f);
+  cur.last.id = id;
+  cur.last.serial = p->serial;
+  cur.last.fase = f;
+  cur.last.frame = cur.frame;
   return cur.frame;
 }
 
@@ -168,9 +261,13 @@ void __pmkit_ssapp_begin(void) {
   /* All before the core's ACTIVE store, which comes last in program order
    * and so persists last. */
   put(&cur.frame[0], 0); /* no RISE entered yet: resume at the first */
-  for (unsigned i = 0; i < MAX_HELD; i++)
+  pthread_once(&exe.once, find_exe);
+  if (cur.frame[1] != exe.bias) /* where this run's static data is */
+    put(&cur.frame[1], exe.bias);
+  for (unsigned i = 0; i < cur.held_hi; i++)
     if (cur.blk->held[i])
       put(&cur.blk->held[i], 0);
+  cur.held_hi = 0;
   put(&ext[EXT_OWNER], OWNER_MAGIC);
   put(&ext[EXT_SEQ], cur.ctx->pm->seq + 1);
   put(&ext[EXT_FRAME], pmkit_off(cur.pool, cur.frame));
@@ -179,12 +276,12 @@ void __pmkit_ssapp_begin(void) {
 }
 
 static void release_held(void) {
-  for (unsigned i = 0; i < MAX_HELD; i++) {
+  for (unsigned i = 0; i < cur.held_hi; i++) {
     uint64_t h = cur.blk->held[i];
     if (!h)
       continue;
     put(&cur.blk->held[i], 0);
-    give(pmk_at(cur.pool, h & ~7ull), h & 7);
+    give(lock_at(cur.pool, h), h & 3);
   }
 }
 
@@ -214,10 +311,12 @@ int __pmkit_ssapp_free(void *pool, void *blk) {
   return pmkit_free(cur.pool, blk);
 }
 
-static int held_index(uint64_t off) {
-  for (unsigned i = 0; i < MAX_HELD; i++)
-    if ((cur.blk->held[i] & ~7ull) == off)
+static int held_index(uint64_t name) {
+  for (unsigned i = 0; i < cur.held_hi; i++)
+    if ((cur.blk->held[i] & ~3ull) == name)
       return (int)i;
+  if (!name && cur.held_hi < MAX_HELD)
+    return (int)cur.held_hi++; /* a free entry past the used ones */
   return -1;
 }
 
@@ -226,23 +325,22 @@ void __pmkit_ssapp_lock(void *lock, uint32_t kind) {
     take(lock, kind);
     return;
   }
-  if (pmkit_pool_of(lock) != cur.pool)
-    fail("takes a lock outside its pool",
-         "recovery could not take it again: place the lock in the pool");
-  uint64_t off = pmkit_off(cur.pool, lock);
-  if (held_index(off) >= 0)
+  uint64_t name = lock_name(lock);
+  if (!name)
+    fail("takes a lock outside its pool and the program's static data",
+         "recovery could not find it again: place the lock in the pool");
+  if (held_index(name) >= 0)
     return; /* a re-executed RISE: taken before the crash */
   int free_at = held_index(0);
   if (free_at < 0)
-    fail("holds too many locks", "more than 16 at once");
+    fail("holds too many locks", "more than 64 at once");
   take(lock, kind);
-  put(&cur.blk->held[free_at], off | kind);
+  put(&cur.blk->held[free_at], name | kind);
 }
 
 void __pmkit_ssapp_unlock(void *lock, uint32_t kind) {
-  int i = cur.frame && pmkit_pool_of(lock) == cur.pool
-              ? held_index(pmkit_off(cur.pool, lock))
-              : -1;
+  uint64_t name = cur.frame ? lock_name(lock) : 0;
+  int i = name ? held_index(name) : -1;
   if (i >= 0)
     put(&cur.blk->held[i], 0);
   else if (cur.recovering)
@@ -250,6 +348,116 @@ void __pmkit_ssapp_unlock(void *lock, uint32_t kind) {
   /* Held, or taken before the FASE began (two-phase locking is broken,
    * but the lock is the program's to release). */
   give(lock, kind);
+}
+
+static uint32_t copy_sum(const struct blk *b) {
+  return (uint32_t)pmk_fnv1a(b->copy, b->copy_len);
+}
+
+void __pmkit_ssapp_copy_in(const void *src, uint64_t n, uint64_t *slot,
+                           uint64_t t) {
+  if (n > COPY_MAX)
+    fail("moves too many bytes at once", "more than 4 KiB in one memmove");
+  memcpy(cur.blk->copy, src, n);
+  put(&cur.blk->copy_len, n);
+  put(slot, copy_sum(cur.blk) | t);
+}
+
+void __pmkit_ssapp_copy_out(void *dst, uint64_t n) {
+  memcpy(dst, cur.blk->copy, n);
+}
+
+/* ---- atomic RMW ----------------------------------------------------------
+ * A FASE's RMW writes its word with a tag naming this thread's slot and a
+ * sequence number; recovery knows it took effect if the word still carries
+ * that tag, or if the thread that overwrote it said so first (rmw_seen), as
+ * every RMW does for the tag it replaces. The sequence number skips the
+ * one the word already carries from this slot, so an old tag is never
+ * taken for the new one. */
+
+static struct blk *slot_blk(pmkit_pool *p, unsigned slot) {
+  uint64_t off = p->ctx[slot].pm->ext[EXT_BLK];
+  if (!off || off + sizeof(struct blk) > p->size)
+    return NULL;
+  struct blk *b = pmk_at(p, off);
+  return b->magic == BLK_MAGIC ? b : NULL;
+}
+
+/* Before replacing a tagged value: tell its writer, if that RMW is still
+ * its RMW in flight (a crash may interrupt it before its RISE ends). */
+static void notify(uint64_t tag, const uint64_t *word) {
+  struct blk *q = slot_blk(cur.pool, (unsigned)(tag >> 10));
+  if (!q)
+    return;
+  for (;;) {
+    uint64_t seen = __atomic_load_n(&q->rmw_seen, __ATOMIC_ACQUIRE);
+    uint64_t c = __atomic_load_n(&q->rmw_cur, __ATOMIC_ACQUIRE);
+    if (q->rmw_addr != (uintptr_t)word || (c >> 32 & 1023) != (tag & 1023) ||
+        seen == c)
+      return;
+    if (__atomic_compare_exchange_n(&q->rmw_seen, &seen, c, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+      return;
+  }
+}
+
+static uint64_t apply_op(uint32_t op, uint64_t old, uint64_t v) {
+  switch (op) {
+  case PMKIT_SSAPP_RMW_XCHG:
+    return v;
+  case PMKIT_SSAPP_RMW_ADD:
+    return old + v;
+  case PMKIT_SSAPP_RMW_SUB:
+    return old - v;
+  case PMKIT_SSAPP_RMW_AND:
+    return old & v;
+  case PMKIT_SSAPP_RMW_OR:
+    return old | v;
+  default: /* PMKIT_SSAPP_RMW_XOR */
+    return old ^ v;
+  }
+}
+
+uint64_t __pmkit_ssapp_rmw(uint64_t *word, uint32_t op, uint64_t v,
+                           uint64_t expected) {
+  if (!cur.frame) { /* not in a FASE: a plain RMW on the untagged value */
+    uint64_t w = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    for (;;) {
+      uint64_t old = w & VAL_MASK;
+      if (op == PMKIT_SSAPP_RMW_CAS && old != expected)
+        return old;
+      uint64_t n = op == PMKIT_SSAPP_RMW_CAS ? v : apply_op(op, old, v);
+      if (__atomic_compare_exchange_n(word, &w, n & VAL_MASK, 0,
+                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return old;
+    }
+  }
+  struct blk *b = cur.blk;
+  uint64_t me = cur.ctx->id;
+  uint64_t w = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+  uint64_t seq = b->rmw_seq % 1023 + 1;
+  if (TAG_OF(w) == TAG(me, seq)) /* this slot's old tag: never reuse it */
+    seq = seq % 1023 + 1;
+  uint64_t cb = cur.frame[0];
+  put(&b->rmw_seq, seq);
+  put(&b->rmw_addr, (uintptr_t)word);
+  for (;;) {
+    uint64_t old = w & VAL_MASK;
+    if (op == PMKIT_SSAPP_RMW_CAS && old != expected)
+      return old; /* failed: nothing written */
+    uint64_t n = op == PMKIT_SSAPP_RMW_CAS ? v : apply_op(op, old, v);
+    if ((n | old) & ~VAL_MASK)
+      fail("an atomic read-modify-write needs bits 48..63 of its word",
+           "ssapp mode keeps its tag there: values must stay below 2^48");
+    /* What recovery needs, rmw_cur last: the attempt it describes. */
+    put(&b->rmw_exp, old);
+    put(&b->rmw_cur, CUR(cb & 0xffffffffu, cb & PMKIT_SSAPP_TORN, seq));
+    if (TAG_OF(w))
+      notify(TAG_OF(w), word);
+    if (__atomic_compare_exchange_n(word, &w, n | TAG(me, seq) << TAG_SHIFT, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      return old;
+  }
 }
 
 /* ---- recovery ------------------------------------------------------------ */
@@ -272,8 +480,85 @@ struct job {
  * then, for a read RISE, with its slots invalidated first, so that a
  * re-execution that a crash interrupts again cannot pass the check with
  * slots left from an earlier execution. */
+/* Whether the RMW of the RISE the buoy cb names took effect: its attempt
+ * is recorded (rmw_cur names this RISE and torn bit), and its word still
+ * carries its tag or its overwriter said it saw it. PMKIT_SSAPP_RECOVER=
+ * naive says no, as a recovery without the tags would: the checkers must
+ * then find the RMW applied twice; =skip says yes, and they must find it
+ * lost. */
+static int rmw_took_effect(const struct job *j, uint64_t cb) {
+  const struct blk *b = j->blk;
+  uint64_t c = b->rmw_cur;
+  const char *how = getenv("PMKIT_SSAPP_RECOVER");
+  if (how && !strcmp(how, "naive"))
+    return 0;
+  if (how && !strcmp(how, "skip")) /* the opposite mistake: it always did */
+    return 1;
+  if ((c & 0xffffffffu) != (cb & 0xffffffffu) ||
+      (c & PMKIT_SSAPP_TORN) != (cb & PMKIT_SSAPP_TORN))
+    return 0; /* this RISE's attempt never got as far as its CAS */
+  if (b->rmw_seen == c)
+    return 1;
+  uint64_t *word = (uint64_t *)(uintptr_t)b->rmw_addr;
+  if (!pmkit_in_pool(word))
+    return 0;
+  return TAG_OF(__atomic_load_n(word, __ATOMIC_ACQUIRE)) ==
+         TAG(j->slot, c >> 32 & 1023);
+}
+
+/* Pointers the crashed run kept in the frame into its static data (a lock
+ * in a static array, say) point into this run's instead: the same program
+ * maps its static data at the same offset from its base. */
+/* Apply a planned relocation (idempotent: redone after a crash). */
+static void relocate_apply(struct job *j) {
+  struct blk *b = j->blk;
+  uint64_t n = b->reloc_n == ~0ull ? 0 : b->reloc_n;
+  for (uint64_t i = 0; i < n && i < MAX_RELOC; i++) {
+    uint64_t *w = &j->frame[(b->reloc[i].off & ~7u) / 8], v = b->reloc[i].val;
+    if (b->reloc[i].off & PMKIT_SSAPP_SLOT_TORN) {
+      put(&w[0], (w[0] & ~0xffffffffull) | (v & 0xffffffffu));
+      put(&w[1], (w[1] & ~0xffffffffull) | v >> 32);
+    } else {
+      put(w, v);
+    }
+  }
+  put(&j->frame[1], b->reloc_to);
+  put(&b->reloc_n, 0);
+}
+
+static void relocate(struct job *j) {
+  const struct __pmkit_ssapp_fase *f = j->fase;
+  struct blk *b = j->blk;
+  pthread_once(&exe.once, find_exe);
+  if (b->reloc_n) /* a recovery that a crash interrupted: finish its move */
+    relocate_apply(j);
+  uint64_t old = j->frame[1];
+  if (!old || old == exe.bias)
+    return;
+  uint64_t delta = exe.bias - old, n = 0;
+  uint64_t lo = exe.lo - exe.bias + old, hi = exe.hi - exe.bias + old;
+  put(&b->reloc_to, exe.bias);
+  for (uint32_t i = 0; i < f->nptrs && n < MAX_RELOC; i++) {
+    uint32_t off = f->ptrs[i] & ~7u;
+    int torn = f->ptrs[i] & PMKIT_SSAPP_SLOT_TORN;
+    if (off + (torn ? 16 : 8) > f->frame_bytes)
+      continue;
+    const uint64_t *w = &j->frame[off / 8];
+    uint64_t v =
+        torn ? (w[0] & 0xffffffffu) | (w[1] & 0xffffffffu) << 32 : w[0];
+    if (v < lo || v >= hi)
+      continue;
+    put(&b->reloc[n].off, f->ptrs[i]);
+    put(&b->reloc[n].val, v + delta);
+    n++;
+  }
+  put(&b->reloc_n, n ? n : ~0ull); /* the plan is complete */
+  relocate_apply(j);
+}
+
 static int resume_point(struct job *j) {
   const struct __pmkit_ssapp_fase *f = j->fase;
+  relocate(j);
   uint64_t cb = j->frame[0];
   uint64_t r = cb & 0xffffffffu;
   j->replay_all = 1;
@@ -289,11 +574,23 @@ static int resume_point(struct job *j) {
   uint64_t want = cb & PMKIT_SSAPP_TORN;
   int tsa = 1;
   for (uint32_t i = 0; i < rs->nslots; i++) {
-    uint32_t off = f->slots[rs->first + i];
+    uint32_t e = f->slots[rs->first + i], off = e & ~7u;
     if (off + 8 > f->frame_bytes)
       return pmk_err(PMKIT_E_CORRUPT, "FASE %s: slot outside its frame",
                      f->name);
-    tsa &= (j->frame[off / 8] & ~0xffffffffull) == want;
+    uint64_t w = j->frame[off / 8];
+    tsa &= (w & ~0xffffffffull) == want;
+    if (e & PMKIT_SSAPP_SLOT_SUM) /* a memmove's bytes: their checksum */
+      tsa &= j->blk->copy_len <= COPY_MAX && (uint32_t)w == copy_sum(j->blk);
+  }
+  if (rs->kind == PMKIT_RISE_RMW && !tsa && rmw_took_effect(j, cb)) {
+    /* Its result is the value it replaced: write the RISE's slots (the
+     * pass gives an RMW RISE nothing else to keep), then continue. */
+    uint64_t old = j->blk->rmw_exp;
+    for (uint32_t i = 0; i < rs->nslots; i++)
+      put(&j->frame[(f->slots[rs->first + i] & ~7u) / 8],
+          (old >> (32 * i) & 0xffffffffu) | want);
+    tsa = 1;
   }
   switch (rs->kind) {
   case PMKIT_RISE_READ:
@@ -303,7 +600,7 @@ static int resume_point(struct job *j) {
       return 0;
     }
     for (uint32_t i = 0; i < rs->nslots; i++)
-      put(&j->frame[f->slots[rs->first + i] / 8], PMKIT_SSAPP_INVALID);
+      put(&j->frame[(f->slots[rs->first + i] & ~7u) / 8], PMKIT_SSAPP_INVALID);
     break;
   case PMKIT_RISE_ALLOC:
     if (cb >> 32 & 0xff) { /* its allocation was (perhaps) journaled */
@@ -338,10 +635,13 @@ static void *run_job(void *arg) {
   cur.ctx = c;
   cur.blk = j->blk;
   cur.frame = j->frame;
+  cur.held_hi = MAX_HELD; /* what the crashed run held, anywhere */
+  cur.last.id = 0;        /* another slot's frames: not this thread's */
   cur.recovering = 1;
   j->fase->recover(j->frame, j->resume);
   cur.recovering = 0;
   cur.frame = NULL;
+  cur.pool = NULL;
   pmkit_ctx_release(c);
   return NULL;
 }
@@ -396,9 +696,9 @@ int pmk_ssapp_recover(pmkit_pool *p) {
       uint64_t h = jobs[i].blk->held[k];
       if (!h)
         continue;
-      void *l = pmk_at(p, h & ~7ull);
-      if ((h & 7) != PMKIT_SSAPP_LOCK_MUTEX)
-        take(l, h & 7); /* readers share; a writer was alone */
+      void *l = lock_at(p, h);
+      if ((h & 3) != PMKIT_SSAPP_LOCK_MUTEX)
+        take(l, h & 3); /* readers share; a writer was alone */
       else if (pmkit_mutex_trylock(l))
         return pmk_err(PMKIT_E_CORRUPT,
                        "slot %u: two interrupted FASEs hold one lock",

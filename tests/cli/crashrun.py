@@ -18,11 +18,16 @@ def go(
     seed: int | None = None,
     every: int = 200,
     report: Path | None = None,
+    recover: str | None = None,
 ) -> subprocess.CompletedProcess:
-    """Run exe with crash emulation armed as asked (none by default)."""
+    """Run exe with crash emulation armed as asked (none by default); `recover` sets
+    PMKIT_SSAPP_RECOVER (a deliberately broken recovery, for must-fail cases)."""
     env = dict(os.environ)
-    for k in ("PMKIT_CRASH_AT", "PMKIT_CRASH_SEED", "PMKIT_CRASH_EVERY", "PMKIT_CRASH_REPORT"):
+    for k in ("PMKIT_CRASH_AT", "PMKIT_CRASH_SEED", "PMKIT_CRASH_EVERY", "PMKIT_CRASH_REPORT",
+              "PMKIT_SSAPP_RECOVER"):  # fmt: skip
         env.pop(k, None)
+    if recover is not None:
+        env["PMKIT_SSAPP_RECOVER"] = recover
     if crash_at is not None:
         env["PMKIT_CRASH_AT"] = str(crash_at)
     if seed is not None:

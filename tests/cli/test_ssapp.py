@@ -20,8 +20,8 @@ OPS = 12  # two rounds of the six litmus operations
 def build(run, tmp_path: Path, name: str, *extra: str) -> Path:
     exe = tmp_path / name
     r = run(
-        "cc", "--mode=ssapp", "-O2", "-g", "-mllvm", "-pmkit-ssapp-crash-points=store",
-        *extra, str(LITMUS), "-o", str(exe),
+        "cc", "--mode=ssapp", "--ssapp-rmw-ints", "-O2", "-g",
+        "-mllvm", "-pmkit-ssapp-crash-points=store", *extra, str(LITMUS), "-o", str(exe),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     return exe
@@ -33,15 +33,18 @@ def crash_points(exe: Path, pool: Path, tmp_path: Path) -> int:
     return n
 
 
-def crash_everywhere(exe: Path, pool: Path, tmp_path: Path) -> tuple[list[str], int]:
-    """Crash at every point in turn: the failures of `check`, and how many recoveries ran."""
+def crash_everywhere(
+    exe: Path, pool: Path, tmp_path: Path, recover: str | None = None
+) -> tuple[list[str], int]:
+    """Crash at every point in turn: the failures of `check` (whose recovery may be told to
+    be naive), and how many recoveries ran."""
     bad, resumed = [], 0
     for k in range(1, crash_points(exe, pool, tmp_path) + 1):
         if pool.exists():
             pool.unlink()
         r = go(exe, "run", str(pool), str(OPS), crash_at=k)
         assert r.returncode in (0, CRASH_EXIT), r.stderr
-        c = go(exe, "check", str(pool))
+        c = go(exe, "check", str(pool), recover=recover)
         resumed += "(recovered)" in c.stdout
         if c.returncode:
             bad.append(f"crash point {k}: {c.stdout.strip()} {c.stderr.strip()}")
@@ -63,6 +66,15 @@ def test_without_rises_a_crash_repeats_work(run, shm, tmp_path):
     bad, _ = crash_everywhere(exe, shm / "nosplit.pool", tmp_path)
     assert bad, "a build without RISEs passed every crash point"
     assert any("differs from a replay" in b for b in bad)
+
+
+def test_rmws_apply_once_only_with_their_tags(run, shm, tmp_path):
+    """The must-fail case of the RMWs: a recovery that ignores the tags (re-executing an RMW
+    RISE whenever its result slots are not complete, as without TSA) applies an atomic add
+    or a stack push twice; with the tags every crash point passes (the test above)."""
+    exe = build(run, tmp_path, "litmus-naive")
+    bad, _ = crash_everywhere(exe, shm / "naive.pool", tmp_path, recover="naive")
+    assert any("counter" in b or "lock-free stack" in b for b in bad), bad[:3]
 
 
 def test_a_crash_during_recovery_recovers_again(run, shm, tmp_path):

@@ -2,8 +2,9 @@
 // Litmus programs of ssapp mode, one FASE each, run in turn on one pool:
 // an increment (i++), a swap, a transfer between two locations, a loop that
 // reads and overwrites an array (a value carried from one iteration to the
-// next), and a stack in the pool under a PM lock whose push allocates a
-// node and whose pop frees one. Each FASE also advances the count of
+// next), an overlapping memmove, and a stack in the pool under a PM lock
+// (and a lock in static data) whose push allocates a node and whose pop
+// frees one. Each FASE also advances the count of
 // operations done. `check` recovers the pool (pmkit_recover, which resumes
 // an interrupted FASE) and compares it with a replay of operations
 // 0..done-1 in DRAM: a lost, repeated or half-applied operation fails.
@@ -15,19 +16,29 @@
 //        litmus check POOL [N]        recover, verify; with N, require it
 //
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -mllvm -pmkit-ssapp-report \
-// RUN:   %s %link_pmkit -o %t 2>&1 | %FileCheck %s --check-prefix=REPORT
+// RUN:   -mllvm -pmkit-ssapp-rmw-ints %s %link_pmkit -o %t 2>&1 \
+// RUN:   | %FileCheck %s --check-prefix=REPORT
 // RUN: rm -f %t.pool && %t run %t.pool 40 && %t check %t.pool 40 | %FileCheck %s
 // RUN: rm -f %t.pool2 && %t run %t.pool2 40 2 && %t check %t.pool2 40 \
 // RUN:   | %FileCheck %s
 // CHECK: ok: 40 operations
 // REPORT-LABEL: pmkit-ssapp: FASE op_incr: 3 RISEs
-// REPORT-NEXT: RISE 1 read line [[#@LINE+36]], {{[0-9]+}} torn-bit slots
-// REPORT-NEXT: RISE 2 write line [[#@LINE+35]]
-// REPORT-NEXT: RISE 3 call line [[#@LINE+68]]
+// REPORT-NEXT: RISE 1 read line [[#@LINE+47]], {{[0-9]+}} torn-bit slots
+// REPORT-NEXT: RISE 2 write line [[#@LINE+46]]
+// REPORT-NEXT: RISE 3 call line [[#@LINE+87]]
+// The memmove: its bytes go to the thread's buffer in a read RISE (with a
+// checksum slot), then out in a RISE of their own.
+// REPORT-LABEL: pmkit-ssapp: FASE op_shift: 4 RISEs
+// REPORT-NEXT: RISE 1 read line [[#@LINE+75]]
+// REPORT-NEXT: RISE 2 call line [[#@LINE+75]]
+// An atomic add: its RISE holds the RMW alone, and its result's slots.
+// REPORT-LABEL: pmkit-ssapp: FASE op_faa: 4 RISEs
+// REPORT: RISE 2 rmw line [[#@LINE+106]], 2 torn-bit slots
 // REPORT-LABEL: pmkit-ssapp: FASE op_push
-// REPORT: alloc line [[#@LINE+87]]
+// REPORT: alloc line [[#@LINE+129]]
 #include <pmkit/pmkit.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +60,9 @@ struct lane { /* one thread's share of the pool: its own words */
 struct root {
   uint64_t magic;
   uint32_t threads;
-  pmkit_mutex lock; /* guards the stack */
+  _Atomic uint64_t hits;       /* fetch_add by every lane: tagged by ssapp */
+  struct node *_Atomic lf_top; /* a lock-free stack: pushes by CAS */
+  pmkit_mutex lock;            /* guards the stack */
   struct node *top;
   uint64_t depth;
   uint64_t pushed; /* sum of values pushed, minus those popped */
@@ -88,6 +101,14 @@ static inline void scan(struct lane *l, uint64_t i) {
   l->acc = acc;
 }
 
+/* Shifts a prefix of the array up by one element in place: the ranges
+ * overlap, so moving them again after a crash would shift twice. */
+static inline void shift(struct lane *l, uint64_t i) {
+  size_t n = 1 + i % (NARR - 1);
+  memmove(&l->arr[1], &l->arr[0], n * sizeof l->arr[0]);
+  l->arr[0] = i;
+}
+
 PMKIT_FASE void op_incr(struct lane *l, uint64_t i) {
   incr(l);
   l->done = i + 1;
@@ -108,6 +129,37 @@ PMKIT_FASE void op_scan(struct lane *l, uint64_t i) {
   l->done = i + 1;
 }
 
+PMKIT_FASE void op_shift(struct lane *l, uint64_t i) {
+  shift(l, i);
+  l->done = i + 1;
+}
+
+/* Lock-free: a counter every lane adds to (an atomic add, exactly once per
+ * operation), and a Treiber stack pushed onto with a compare-exchange loop:
+ * recovery must tell whether an interrupted RMW took effect, or it would
+ * apply it twice or not at all. */
+PMKIT_FASE void op_faa(struct root *r, struct lane *l, uint64_t i) {
+  atomic_fetch_add(&r->hits, i % 5 + 1);
+  l->done = i + 1;
+}
+
+PMKIT_FASE int op_lfpush(struct root *r, struct lane *l, uint64_t i) {
+  struct node *n;
+  if (pmkit_alloc(pmkit_pool_of(r), sizeof *n, (void **)&n))
+    return -1;
+  n->v = i * 7 + 3;
+  struct node *top = atomic_load(&r->lf_top);
+  do
+    n->next = top;
+  while (!atomic_compare_exchange_weak(&r->lf_top, &top, n));
+  l->done = i + 1;
+  return 0;
+}
+
+/* Guards `pushed` as well (inside r->lock): a lock in the program's static
+ * data, which recovery finds again at the same offset in the new run. */
+static pmkit_mutex sum_lock;
+
 PMKIT_FASE int op_push(struct root *r, struct lane *l, uint64_t i) {
   pmkit_pool *pool = pmkit_pool_of(r);
   struct node *n;
@@ -120,7 +172,9 @@ PMKIT_FASE int op_push(struct root *r, struct lane *l, uint64_t i) {
   n->next = r->top;
   r->top = n;
   r->depth++;
+  pmkit_mutex_lock(&sum_lock);
   r->pushed += n->v;
+  pmkit_mutex_unlock(&sum_lock);
   pmkit_mutex_unlock(&r->lock);
   l->done = i + 1;
   return 0;
@@ -132,14 +186,16 @@ PMKIT_FASE void op_pop(struct root *r, struct lane *l, uint64_t i) {
   if (n) {
     r->top = n->next;
     r->depth--;
+    pmkit_mutex_lock(&sum_lock);
     r->pushed -= n->v;
+    pmkit_mutex_unlock(&sum_lock);
     pmkit_free(pmkit_pool_of(r), n);
   }
   pmkit_mutex_unlock(&r->lock);
   l->done = i + 1;
 }
 
-enum { NOPS = 6 };
+enum { NOPS = 9 };
 
 /* Operation i of a lane, outside any FASE. */
 static int apply(struct root *r, struct lane *l, uint64_t i) {
@@ -158,6 +214,14 @@ static int apply(struct root *r, struct lane *l, uint64_t i) {
     return 0;
   case 4:
     return op_push(r, l, i);
+  case 5:
+    op_shift(l, i);
+    return 0;
+  case 6:
+    op_faa(r, l, i);
+    return 0;
+  case 7:
+    return op_lfpush(r, l, i);
   default:
     /* pop every other time: the stack grows */
     if (i % (2 * NOPS) == NOPS - 1)
@@ -187,6 +251,12 @@ static void replay(struct lane *l, uint64_t i, int64_t *depth, int64_t *sum) {
   case 4:
     ++*depth;
     *sum += (int64_t)(i * 3 + 1);
+    break;
+  case 5:
+    shift(l, i);
+    break;
+  case 6:
+  case 7: /* on the root: checked as totals */
     break;
   default:
     if (i % (2 * NOPS) == NOPS - 1)
@@ -288,11 +358,15 @@ static int check(const char *path, long want) {
   }
   int64_t depth = 0, sum = 0;
   int popped = 0;
-  uint64_t total = 0;
+  uint64_t total = 0, hits = 0, lf_n = 0, lf_sum = 0;
   for (unsigned t = 0; t < r->threads; t++) {
     struct lane *l = &r->lane[t], m;
     lane_init(&m, t);
     for (uint64_t i = 0; i < l->done; i++) {
+      if (i % NOPS == 6)
+        hits += i % 5 + 1;
+      if (i % NOPS == 7)
+        lf_n++, lf_sum += i * 7 + 3;
       int64_t d0 = depth;
       replay(&m, i, &depth, &sum);
       if (depth < 0) { /* a pop */
@@ -326,6 +400,19 @@ static int check(const char *path, long want) {
            (unsigned long long)walk, (unsigned long long)s,
            (unsigned long long)r->depth, (unsigned long long)r->pushed,
            (long long)depth);
+    return 1;
+  }
+  /* The RMWs: each applied exactly once. The words carry ssapp's tags. */
+  uint64_t got = pmkit_ssapp_value(atomic_load(&r->hits)), n2 = 0, s2 = 0;
+  for (struct node *q = pmkit_ssapp_ptr(atomic_load(&r->lf_top));
+       q && n2 <= lf_n + 1; q = q->next)
+    s2 += q->v, n2++;
+  if (got != hits || n2 != lf_n || s2 != lf_sum) {
+    printf("FAILED: counter %llu (expected %llu), lock-free stack of %llu "
+           "nodes with sum %llu (expected %llu, %llu)\n",
+           (unsigned long long)got, (unsigned long long)hits,
+           (unsigned long long)n2, (unsigned long long)s2,
+           (unsigned long long)lf_n, (unsigned long long)lf_sum);
     return 1;
   }
   if (want >= 0 && total != (uint64_t)want * r->threads) {
