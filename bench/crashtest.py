@@ -213,6 +213,19 @@ def crash_run(cmd: list[str], at: int, what: str):
         raise Failure(f"{what}: exit {r.returncode}, not the crash's: {r.stderr.strip()}")
 
 
+def short_run(b: Path, work: Path, args: list[str], tag: str, what: str):
+    """A short one-thread run of b to count its crash points: its command, its pool (left
+    behind) and the count."""
+    pool = work / f"{what}-{tag.replace('/', '-').replace(' ', '-')}.pool"
+    report = work / f"{what}.count"
+    cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
+    pool.unlink(missing_ok=True)
+    r = run(cmd, env={"PMKIT_CRASH_REPORT": str(report)})
+    if r.returncode:
+        raise Failure(f"{tag}: the short run failed: {r.stderr.strip()}")
+    return cmd, pool, int(report.read_text())
+
+
 def crash_points(
     b: Path, work: Path, args: list[str], count: int | None, rng: random.Random, tag: str,
     reexecutes: bool, ssapp: bool = False,
@@ -222,14 +235,8 @@ def crash_points(
     undo setting, whose recovery rolls it back; `ssapp`: recovery resumes the FASE); `count`
     points spread over the run, or all of them; returns a summary. See the module's
     docstring."""
-    pool = work / f"points-{tag.replace('/', '-')}.pool"
+    cmd, pool, total = short_run(b, work, args, tag, "points")
     report = work / "points.count"
-    cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
-    pool.unlink(missing_ok=True)
-    r = run(cmd, env={"PMKIT_CRASH_REPORT": str(report)})
-    if r.returncode:
-        raise Failure(f"{tag}: the short run failed: {r.stderr.strip()}")
-    total = int(report.read_text())
     if count is None or total <= count:
         points = list(range(1, total + 1))
     else:  # spread evenly, from a seeded offset
@@ -362,14 +369,7 @@ def must_fail_points(
     """The oracle bites: crashes at the points of a short run of a broken build (or one whose
     --check runs with `env`), in a seeded order, until --check rejects one (at most `cap`, or
     all). Returns a summary."""
-    pool = work / f"bites-{tag.replace('/', '-')}.pool"
-    report = work / "bites.count"
-    cmd = [str(b), *args, "--threads", "1", "--pool", str(pool)]
-    pool.unlink(missing_ok=True)
-    r = run(cmd, env={"PMKIT_CRASH_REPORT": str(report)})
-    if r.returncode:
-        raise Failure(f"{tag}: the short run failed: {r.stderr.strip()}")
-    total = int(report.read_text())
+    cmd, pool, total = short_run(b, work, args, tag, "bites")
     points = list(range(1, total + 1))
     rng.shuffle(points)
     for tried, n in enumerate(points[:cap], 1):

@@ -217,7 +217,7 @@ def run_suite(args: argparse.Namespace) -> int:
     harness.check_build(files, built, build)
     medians = []
     for suite, name, threads in configs:
-        for v in variants:
+        for v in per[name]:
             xs = [
                 r["result"]["ops_per_sec"]
                 for r in runs
