@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake ninja-build git pkg-config python3 python3-venv
       clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16
-      libpmemobj-dev libpmem-dev musl-tools)
+      libpmemobj-dev libpmem-dev musl-tools valgrind)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -750,8 +751,10 @@ static int load(void *scratch) {
 
 static void *worker_main(void *arg) {
   struct worker *w = arg;
+  /* Yield while waiting: under valgrind (bench/ssapp_insns.py), which runs
+   * one thread at a time, a spin would count as the operations' work. */
   while (!atomic_load_explicit(&start_flag, memory_order_acquire))
-    ;
+    sched_yield();
   for (uint64_t i = hdr->slot[w->id].done;
        !atomic_load_explicit(&stop_flag, memory_order_relaxed) &&
        (!opt.ops || i < w->target);

@@ -77,7 +77,8 @@ struct blk {
     uint64_t off, val;
   } reloc[MAX_RELOC];
   struct {
-    uint64_t id, off; /* FASE id, its frame's pool offset */
+    uint64_t id;     /* FASE id */
+    uint64_t *frame; /* a pointer, not an offset: `pmkit pool gc` sees it */
   } frame[MAX_FRAMES];
 };
 
@@ -199,14 +200,14 @@ static uint64_t *thread_frame(pmkit_pool *p, struct blk *b,
   unsigned i;
   for (i = 0; i < MAX_FRAMES && b->frame[i].id; i++)
     if (b->frame[i].id == f->id)
-      return pmk_at(p, b->frame[i].off);
+      return b->frame[i].frame;
   if (i == MAX_FRAMES)
     fail("no room for another frame", "a thread ran more than 64 FASEs");
   void *fr;
   if (pmkit_zalloc(p, f->frame_bytes ? f->frame_bytes : 8, &fr))
     fail("no room for the FASE's frame", pmkit_errormsg());
   /* The offset before the id that makes the entry count. */
-  put(&b->frame[i].off, pmkit_off(p, fr));
+  put((uint64_t *)&b->frame[i].frame, (uint64_t)(uintptr_t)fr);
   put(&b->frame[i].id, f->id);
   return fr;
 }

@@ -93,6 +93,20 @@ def test_a_crash_during_recovery_recovers_again(run, shm, tmp_path):
     assert again > 20  # recovery did get interrupted
 
 
+def test_frames_survive_pool_gc(run, shm, tmp_path):
+    """A thread's frames and state are blocks of the pool that gc must see as reachable: the
+    run goes on after a gc, and a crash after it still recovers."""
+    exe = build(run, tmp_path, "litmus-gc")
+    pool = shm / "gc.pool"
+    assert go(exe, "run", str(pool), "40").returncode == 0
+    r = run("pool", "gc", str(pool))
+    assert r.returncode == 0, r.stderr
+    assert go(exe, "run", str(pool), "80", crash_at=150).returncode == CRASH_EXIT
+    assert go(exe, "run", str(pool), "80").returncode == 0
+    c = go(exe, "check", str(pool), "80")
+    assert c.returncode == 0, c.stdout
+
+
 def test_two_threads_killed_at_random_points(run, shm, tmp_path):
     exe = build(run, tmp_path, "litmus")
     pool = shm / "mt.pool"
