@@ -73,6 +73,9 @@ struct blk {
    * here if a crash interrupts it: the base it moves to, then the new
    * value of each pointer slot, then `reloc_n` (written last). */
   uint64_t reloc_to, reloc_n;
+  /* The shape (fase_shape) of the FASE in flight, so that recovery refuses
+   * to resume it in a program built differently. */
+  uint64_t shape;
   struct {
     uint64_t off, val;
   } reloc[MAX_RELOC];
@@ -95,6 +98,7 @@ static __thread struct {
     uint64_t id, serial;
     const struct __pmkit_ssapp_fase *fase;
     uint64_t *frame;
+    uint64_t shape;
   } last;
 } cur;
 
@@ -179,6 +183,19 @@ static void *lock_at(pmkit_pool *p, uint64_t h) {
   return (void *)(exe.bias + (h & ~7ull));
 }
 
+/* What a resumed FASE depends on: its RISEs (kinds, torn-bit slots) and
+ * its frame's size, hashed. */
+static uint64_t fase_shape(const struct __pmkit_ssapp_fase *f) {
+  uint64_t h = pmk_fnv1a(&f->frame_bytes, sizeof f->frame_bytes);
+  h ^=
+      pmk_fnv1a(f->rises, f->nrises * sizeof *f->rises) * 0x9e3779b97f4a7c15ull;
+  uint32_t nslots = 0;
+  for (uint32_t i = 0; i < f->nrises; i++)
+    nslots += f->rises[i].nslots;
+  h ^= pmk_fnv1a(f->slots, nslots * sizeof *f->slots) * 0xbf58476d1ce4e5b9ull;
+  return h | 1; /* never 0, which a fresh block holds */
+}
+
 static struct blk *thread_blk(pmkit_pool *p, pmkit_ctx *c) {
   uint64_t *ext = pmkit_ctx_ext(c);
   if (ext[EXT_BLK] && ext[EXT_BLK] + sizeof(struct blk) <= p->size) {
@@ -244,6 +261,7 @@ uint64_t *__pmkit_ssapp_enter(uint64_t id, const void *anchor) {
   cur.last.serial = p->serial;
   cur.last.fase = f;
   cur.last.frame = cur.frame;
+  cur.last.shape = fase_shape(f);
   return cur.frame;
 }
 
@@ -269,6 +287,8 @@ void __pmkit_ssapp_begin(void) {
     if (cur.blk->held[i])
       put(&cur.blk->held[i], 0);
   cur.held_hi = 0;
+  if (cur.blk->shape != cur.last.shape)
+    put(&cur.blk->shape, cur.last.shape);
   put(&ext[EXT_OWNER], OWNER_MAGIC);
   put(&ext[EXT_SEQ], cur.ctx->pm->seq + 1);
   put(&ext[EXT_FRAME], pmkit_off(cur.pool, cur.frame));
@@ -672,6 +692,12 @@ static int inflight(pmkit_pool *p, unsigned id, struct job *j) {
                    id, (unsigned long long)c->pm->tag);
   if (ext[EXT_FRAME] + j->fase->frame_bytes > p->size)
     return pmk_err(PMKIT_E_CORRUPT, "slot %u: frame out of the pool", id);
+  if (j->blk->shape != fase_shape(j->fase))
+    return pmk_err(PMKIT_E_STATE,
+                   "slot %u: FASE %s was interrupted in a build of the "
+                   "program whose RISEs differ from this one's: it can only "
+                   "be resumed by the program that began it",
+                   id, j->fase->name);
   return 1;
 }
 

@@ -93,6 +93,23 @@ def test_a_crash_during_recovery_recovers_again(run, shm, tmp_path):
     assert again > 20  # recovery did get interrupted
 
 
+def test_another_build_refuses_to_resume(run, shm, tmp_path):
+    """A FASE interrupted in one build is not resumed by a build whose RISEs differ: that
+    would start at the wrong place. Recovery says so and leaves the pool as it is."""
+    exe = build(run, tmp_path, "litmus")
+    other = build(run, tmp_path, "litmus-other", "-mllvm", "-pmkit-ssapp-no-split")
+    pool = shm / "other.pool"
+    for k in range(20, 200, 7):  # a crash point inside a FASE
+        if pool.exists():
+            pool.unlink()
+        assert go(exe, "run", str(pool), str(OPS), crash_at=k).returncode == CRASH_EXIT
+        c = go(other, "check", str(pool))
+        if c.returncode:
+            break
+    assert "whose RISEs differ" in c.stdout, c.stdout
+    assert go(exe, "check", str(pool)).returncode == 0  # its own build resumes it
+
+
 def test_frames_survive_pool_gc(run, shm, tmp_path):
     """A thread's frames and state are blocks of the pool that gc must see as reachable: the
     run goes on after a gc, and a crash after it still recovers."""
