@@ -967,6 +967,18 @@ def suite_run_median(doc: dict, workload: str, threads: int, variant: str, key: 
     return statistics.median(xs) if xs else None
 
 
+def ratio_bars(doc: dict, names: list[str], threads: int, series: list[tuple[str, str]], base: str):
+    """A figure of grouped bars: per workload, each (label, variant)'s throughput over
+    base's at `threads` threads (ratios from the same repetition)."""
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
+    width = 0.8 / max(1, len(series))
+    for i, (label, v) in enumerate(series):
+        ys = [suite_ratio(doc, n, threads, v, base) or math.nan for n in names]
+        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
+        ax.bar(xs, ys, width, label=label)
+    return fig, ax
+
+
 def section_clobber(doc: dict, out: Output) -> list[str]:
     """Clobber mode: throughput against pmdk, undo and hand per domain; log bytes and fences
     per operation against the undo setting."""
@@ -1021,15 +1033,10 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
             )
     figs = []
     for t in p["threads"]:
-        fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
         series = [
             (f"{k} {DOMAIN_NAMES[d]}", f"{k}-{d}") for d in domains for k in ("clobber", "undo")
         ]
-        width = 0.8 / max(1, len(series))
-        for i, (label, v) in enumerate(series):
-            ys = [suite_ratio(doc, n, t, v, "pmdk") or math.nan for n in names]
-            xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
-            ax.bar(xs, ys, width, label=label)
+        fig, ax = ratio_bars(doc, names, t, series, "pmdk")
         ax.set_yscale("log")
         ratio_ticks = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}×")
         ax.yaxis.set_major_formatter(ratio_ticks)
@@ -1160,13 +1167,9 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
             )
     figs = []
     for t in p["threads"]:
-        fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
-        series = [v for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr") if v in p["variants"]]
-        width = 0.8 / max(1, len(series))
-        for i, v in enumerate(series):
-            ys = [suite_ratio(doc, n, t, v, "volatile") or math.nan for n in names]
-            xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
-            ax.bar(xs, ys, width, label=v)
+        series = [(v, v) for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr")
+                  if v in p["variants"]]  # fmt: skip
+        fig, ax = ratio_bars(doc, names, t, series, "volatile")
         ax.axhline(1.0, color="0.5", linewidth=0.8)
         figs.append(finish_grouped_bars(
             fig, ax, names, "throughput / volatile",
