@@ -80,6 +80,7 @@ crashtest-full: build
 	  ctest --output-on-failure -R runtime.alloc_crash
 	MAX_POINTS=100000 SEEDS=50 examples/kvstore/crashtest.sh $(BUILD)
 	$(VENV)/python bench/crashtest.py --build-dir $(BUILD) --full
+	$(VENV)/python tests/cli/wppgolden.py --trials 200
 
 install: build
 	cmake --install $(BUILD)

@@ -209,6 +209,9 @@ def build_parser() -> Parser:
     sub.add_parser(
         "bench", help="run the workload suite or regenerate docs/results.md (bench --help)"
     )
+    sub.add_parser(
+        "wpp", help="build, run and power-fail whole-process-persistent programs (wpp --help)"
+    )
 
     pool = sub.add_parser("pool", help="create, inspect, check and collect pools")
     psub = pool.add_subparsers(dest="pool_command", metavar="ACTION", parser_class=Parser)
@@ -250,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_explorer(argv[1:])
         if argv and argv[0] == "bench":
             return run_bench(argv[1:])
+        if argv and argv[0] == "wpp":
+            from pmkit import wpp
+
+            return wpp.run(argv[1:])
         ap = build_parser()
         args = ap.parse_args(argv)
         if not getattr(args, "func", None):

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mem.c -- the persistent address space of a WPP process. Every anonymous
+ * mapping the program or libc asks for (malloc's arenas, thread stacks and
+ * TLS, the program's own mmap) is carved out of the heap part of the context
+ * file, which is mapped MAP_SHARED at a fixed address, so it outlives the
+ * process exactly as data in eADR caches outlives a power failure. Entry
+ * points: the __wrap_* functions below (the linker routes libc's internal
+ * __mmap, __munmap, __mremap, __mprotect and __madvise here as well as the
+ * program's mmap) and wpp_mem_map, which maps the file at start and at
+ * restore puts back each page's protection from the page map.
+ *
+ * The allocator needs no crash consistency of its own: a thread stopped
+ * inside it resumes inside it. One rule instead: the page map, which a
+ * restore applies to the new address space, changes before the system call
+ * it describes, and that call is idempotent, so a thread stopped between the
+ * two redoes the call on a map that already agrees. It needs only a lock; a
+ * first-fit list of free extents with coalescing, and a bump pointer for
+ * never-used pages. munmap punches the pages out of the file (MADV_REMOVE), so
+ * a freed range costs no memory and reads as zeros when handed out again.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "wpp.h"
+
+void *__real___mmap(void *, size_t, int, int, int, off_t);
+int __real___munmap(void *, size_t);
+void *__real___mremap(void *, size_t, size_t, int, ...);
+int __real___mprotect(void *, size_t, int);
+int __real___madvise(void *, size_t, int);
+int __wrap___mprotect(void *, size_t, int);
+
+#define HEAP ((char *)(uintptr_t)(WPP_BASE + WPP_HEAP_OFF))
+#define PMAP ((uint8_t *)(uintptr_t)(WPP_BASE + WPP_MAP_OFF))
+#define PROT_BITS (PROT_READ | PROT_WRITE | PROT_EXEC)
+
+static uint64_t npages_of(size_t len) {
+  return (len + WPP_PAGE - 1) / WPP_PAGE;
+}
+
+int wpp_in_heap(const void *p, size_t len) {
+  uintptr_t a = (uintptr_t)p;
+  return a >= (uintptr_t)HEAP && a + len <= WPP_BASE + WPP_SIZE && a + len >= a;
+}
+
+void *wpp_heap_ptr(uint64_t off) { return HEAP + off; }
+uint64_t wpp_heap_off(const void *p) { return (uint64_t)((char *)p - HEAP); }
+
+static void mark(uint64_t page, uint64_t n, int prot) {
+  memset(PMAP + page, prot < 0 ? 0 : 0x80 | (prot & PROT_BITS), n);
+}
+
+/* Free list: sorted by page, no two extents adjacent. Caller holds lock. */
+static void free_insert(uint64_t page, uint64_t n) {
+  struct wpp_hdr *h = wpp_hdr;
+  uint32_t i = 0;
+  while (i < h->nfree && h->free[i].page < page)
+    i++;
+  if (i > 0 && h->free[i - 1].page + h->free[i - 1].npages == page) {
+    h->free[i - 1].npages += n;
+    if (i < h->nfree && page + n == h->free[i].page) {
+      h->free[i - 1].npages += h->free[i].npages;
+      memmove(&h->free[i], &h->free[i + 1],
+              (h->nfree - i - 1) * sizeof(h->free[0]));
+      h->nfree--;
+    }
+  } else if (i < h->nfree && page + n == h->free[i].page) {
+    h->free[i].page = page;
+    h->free[i].npages += n;
+  } else if (page + n == h->bump) {
+    h->bump = page; /* the top of the heap goes back to the bump pointer */
+  } else if (h->nfree < WPP_MAX_FREE) {
+    memmove(&h->free[i + 1], &h->free[i], (h->nfree - i) * sizeof(h->free[0]));
+    h->free[i].page = page;
+    h->free[i].npages = n;
+    h->nfree++;
+  } /* else: the list is full and the range is leaked (it stays punched) */
+  /* the last extent may now touch the bump pointer */
+  if (h->nfree &&
+      h->free[h->nfree - 1].page + h->free[h->nfree - 1].npages == h->bump) {
+    h->bump = h->free[h->nfree - 1].page;
+    h->nfree--;
+  }
+}
+
+/* Take a range from the heap; -1 when full. Caller holds lock. */
+static int64_t take(uint64_t n) {
+  struct wpp_hdr *h = wpp_hdr;
+  for (uint32_t i = 0; i < h->nfree; i++) {
+    if (h->free[i].npages < n)
+      continue;
+    uint64_t page = h->free[i].page;
+    h->free[i].page += n;
+    h->free[i].npages -= n;
+    if (!h->free[i].npages) {
+      memmove(&h->free[i], &h->free[i + 1],
+              (h->nfree - i - 1) * sizeof(h->free[0]));
+      h->nfree--;
+    }
+    return (int64_t)page;
+  }
+  if (h->bump + n > WPP_HEAP_PAGES)
+    return -1;
+  h->bump += n;
+  return (int64_t)(h->bump - n);
+}
+
+void *wpp_alloc(size_t len, int prot) {
+  uint64_t n = npages_of(len);
+  wpp_lock(&wpp_hdr->lock);
+  int64_t page = take(n);
+  if (page >= 0) {
+    mark((uint64_t)page, n, prot);
+    wpp_hdr->live_pages += n;
+  }
+  wpp_unlock(&wpp_hdr->lock);
+  if (page < 0)
+    return NULL;
+  char *p = HEAP + (uint64_t)page * WPP_PAGE;
+  if (__real___mprotect(p, n * WPP_PAGE, prot) != 0) {
+    /* give it back rather than hand out memory with the wrong protection */
+    wpp_lock(&wpp_hdr->lock);
+    mark((uint64_t)page, n, -1);
+    wpp_hdr->live_pages -= n;
+    free_insert((uint64_t)page, n);
+    wpp_unlock(&wpp_hdr->lock);
+    return NULL;
+  }
+  return p;
+}
+
+static void release(char *p, size_t len) {
+  uint64_t page = (uint64_t)(p - HEAP) / WPP_PAGE, n = npages_of(len);
+  __real___madvise(p, n * WPP_PAGE, MADV_REMOVE);
+  __real___mprotect(p, n * WPP_PAGE, PROT_NONE);
+  wpp_lock(&wpp_hdr->lock);
+  /* only pages that are live go back: a double munmap must not free twice */
+  uint64_t i = 0;
+  while (i < n) {
+    if (!PMAP[page + i]) {
+      i++;
+      continue;
+    }
+    uint64_t j = i;
+    while (j < n && PMAP[page + j])
+      j++;
+    mark(page + i, j - i, -1);
+    wpp_hdr->live_pages -= j - i;
+    free_insert(page + i, j - i);
+    i = j;
+  }
+  wpp_unlock(&wpp_hdr->lock);
+}
+
+void *__wrap___mmap(void *addr, size_t len, int prot, int flags, int fd,
+                    off_t off) {
+  if (!wpp_on || !(flags & MAP_ANONYMOUS) || len == 0)
+    return __real___mmap(addr, len, prot, flags, fd, off);
+  if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+    if (!wpp_in_heap(addr, len) || ((uintptr_t)addr & (WPP_PAGE - 1)))
+      return __real___mmap(addr, len, prot, flags, fd, off);
+    /* a fixed mapping inside the heap replaces live pages with zeros */
+    uint64_t page = wpp_heap_off(addr) / WPP_PAGE, n = npages_of(len);
+    for (uint64_t i = 0; i < n; i++)
+      if (!PMAP[page + i] || (flags & MAP_FIXED_NOREPLACE)) {
+        errno = (flags & MAP_FIXED_NOREPLACE) ? EEXIST : ENOMEM;
+        return MAP_FAILED;
+      }
+    mark(page, n, prot);
+    __real___madvise(addr, n * WPP_PAGE, MADV_REMOVE);
+    __real___mprotect(addr, n * WPP_PAGE, prot);
+    return addr;
+  }
+  void *p = wpp_alloc(len, prot);
+  if (!p) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  return p;
+}
+
+int __wrap___munmap(void *addr, size_t len) {
+  if (!wpp_on || !wpp_in_heap(addr, len))
+    return __real___munmap(addr, len);
+  if (((uintptr_t)addr & (WPP_PAGE - 1)) || len == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  release(addr, len);
+  return 0;
+}
+
+void *__wrap___mremap(void *old, size_t oldlen, size_t newlen, int flags, ...) {
+  if (!wpp_on || !wpp_in_heap(old, oldlen)) {
+    void *naddr = NULL;
+    if (flags & MREMAP_FIXED) {
+      __builtin_va_list ap;
+      __builtin_va_start(ap, flags);
+      naddr = __builtin_va_arg(ap, void *);
+      __builtin_va_end(ap);
+    }
+    return __real___mremap(old, oldlen, newlen, flags, naddr);
+  }
+  uint64_t on = npages_of(oldlen), nn = npages_of(newlen);
+  if ((flags & MREMAP_FIXED) || newlen == 0) {
+    errno = EINVAL;
+    return MAP_FAILED;
+  }
+  if (nn <= on) {
+    if (nn < on)
+      release((char *)old + nn * WPP_PAGE, (on - nn) * WPP_PAGE);
+    return old;
+  }
+  if (!(flags & MREMAP_MAYMOVE)) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  int prot = PMAP[wpp_heap_off(old) / WPP_PAGE] & PROT_BITS;
+  char *p = wpp_alloc(newlen, prot | PROT_READ | PROT_WRITE);
+  if (!p) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
+  memcpy(p, old, on * WPP_PAGE);
+  if (!(prot & PROT_WRITE))
+    __wrap___mprotect(p, nn * WPP_PAGE, prot);
+  release(old, on * WPP_PAGE);
+  return p;
+}
+
+int __wrap___mprotect(void *addr, size_t len, int prot) {
+  if (!wpp_on || !wpp_in_heap(addr, len))
+    return __real___mprotect(addr, len, prot);
+  /* the page map first: a thread stopped between the two resumes into the
+   * kernel call, which is idempotent; the other order would restore the
+   * old protection under a thread that believes it changed */
+  uint64_t page = wpp_heap_off(addr) / WPP_PAGE, n = npages_of(len);
+  uint8_t *old = __builtin_alloca(n <= 4096 ? n : 1);
+  if (n <= 4096)
+    memcpy(old, PMAP + page, n);
+  for (uint64_t i = 0; i < n; i++)
+    if (PMAP[page + i])
+      PMAP[page + i] = 0x80 | (prot & PROT_BITS);
+  int r = __real___mprotect(addr, len, prot);
+  if (r != 0 && n <= 4096) {
+    int e = errno;
+    memcpy(PMAP + page, old, n);
+    errno = e;
+  }
+  return r;
+}
+
+int __wrap___madvise(void *addr, size_t len, int advice) {
+  /* Pages of a shared file mapping are not zeroed by DONTNEED or FREE; the
+   * program expects zeros (DONTNEED) or don't-care (FREE): punch them. */
+  if (wpp_on && wpp_in_heap(addr, len) &&
+      (advice == MADV_DONTNEED || advice == MADV_FREE))
+    advice = MADV_REMOVE;
+  return __real___madvise(addr, len, advice);
+}
+
+/* The program's own calls use the public names. */
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
+                  off_t off) __attribute__((alias("__wrap___mmap")));
+int __wrap_munmap(void *addr, size_t len)
+    __attribute__((alias("__wrap___munmap")));
+int __wrap_mprotect(void *addr, size_t len, int prot)
+    __attribute__((alias("__wrap___mprotect")));
+int __wrap_madvise(void *addr, size_t len, int advice)
+    __attribute__((alias("__wrap___madvise")));
+void *__wrap_mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+    __attribute__((alias("__wrap___mremap")));
+
+/* Map the context file at WPP_BASE. The header and page map are read-write;
+ * the heap is PROT_NONE except for the pages the page map says are live,
+ * which get their recorded protection back (restore) -- on a fresh file
+ * there are none. Returns 0 or -errno. */
+int wpp_mem_map(int fd, int fresh) {
+  (void)fresh;
+  void *b = __real___mmap((void *)(uintptr_t)WPP_BASE, WPP_HEAP_OFF,
+                          PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  if (b == MAP_FAILED)
+    return -errno;
+  if (b != (void *)(uintptr_t)WPP_BASE)
+    return -EEXIST; /* an old kernel that ignores MAP_FIXED_NOREPLACE */
+  void *hp = __real___mmap(HEAP, WPP_SIZE - WPP_HEAP_OFF, PROT_NONE,
+                           MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE, fd,
+                           WPP_HEAP_OFF);
+  if (hp != HEAP)
+    return hp == MAP_FAILED ? -errno : -EEXIST;
+  uint64_t top = wpp_hdr->bump;
+  for (uint64_t i = 0; i < top;) {
+    if (!PMAP[i]) {
+      i++;
+      continue;
+    }
+    uint64_t j = i;
+    while (j < top && PMAP[j] == PMAP[i])
+      j++;
+    if (__real___mprotect(HEAP + i * WPP_PAGE, (j - i) * WPP_PAGE,
+                          PMAP[i] & PROT_BITS) != 0)
+      return -errno;
+    i = j;
+  }
+  return 0;
+}
+
+/* musl's malloc takes memory with brk while the break can grow. A
+ * PROT_NONE page at the break stops it, and malloc falls back to mmap --
+ * ours. Must run before the first malloc. */
+void wpp_block_brk(void) {
+  uintptr_t brk0 = (uintptr_t)syscall(SYS_brk, 0);
+  brk0 = (brk0 + WPP_PAGE - 1) & ~(uintptr_t)(WPP_PAGE - 1);
+  __real___mmap((void *)brk0, WPP_PAGE, PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+}

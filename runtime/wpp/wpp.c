@@ -1,0 +1,944 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wpp.c -- whole-process persistence: start, save at a power failure, and
+ * resume. Entry point: __wrap_main, which the linker puts in front of the
+ * program's main (pmkit wpp cc links with --wrap=main). Without
+ * PMKIT_WPP_CONTEXT in the environment the program runs as if we were not
+ * there. With it:
+ *
+ *  - the process re-executes itself without address-space randomisation (so
+ *    the vDSO, whose address libc keeps, stays put) and forks a supervisor;
+ *    the child runs in its own pid namespace where it can, so that thread
+ *    ids can be given back at a restore (clone3 set_tid);
+ *  - a clean start maps the context file (mem.c), moves the program's
+ *    writable static segment into it, copies argv, envp and auxv into the
+ *    persistent heap, and runs main on a new thread whose stack is in the
+ *    heap. The first thread stays volatile: the master. It waits for SIGPWR;
+ *  - at SIGPWR the master sends WPP_SIGSAVE to each thread on libc's thread
+ *    list. Its handler records where its signal frame is (on the thread's
+ *    persistent stack, holding every register, the FPU state and the signal
+ *    mask), detaches from the kernel's pointers into libc and exits. The
+ *    master records the descriptors (fd.c), marks the context SAVED and
+ *    exits with WPP_EXIT_SAVED;
+ *  - a restart finds SAVED, checks it is the same executable and address
+ *    space, maps the file, maps the static segment back, rebuilds the
+ *    descriptors, signal dispositions, working directory and umask, and
+ *    revives each thread with clone3 at its old thread pointer (and id); the
+ *    new thread calls rt_sigreturn on the saved frame. The program's SIGPWR
+ *    handler, if it set one, runs first on the thread that runs main.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wpp.h"
+
+int __real_main(int, char **, char **);
+_Noreturn void __real__Exit(int);
+int __real___sigaction(int, const struct sigaction *, struct sigaction *);
+int __real_pthread_sigmask(int, const sigset_t *, sigset_t *);
+int __real___clock_nanosleep(clockid_t, int, const struct timespec *,
+                             struct timespec *);
+void *__real___mmap(void *, size_t, int, int, int, off_t);
+
+/* musl internals (hidden in libc.a, reachable from a static link) */
+extern char __libc[];
+extern char *__progname, *__progname_full;
+extern char **__environ;
+extern volatile int __thread_list_lock;
+void __tl_lock(void);
+void __tl_unlock(void);
+int __libc_sigaction(int, const struct sigaction *, struct sigaction *);
+
+struct wpp_hdr *const wpp_hdr = (struct wpp_hdr *)(uintptr_t)WPP_BASE;
+int wpp_on;
+int wpp_ctxfd = -1;
+char wpp_dir[4096];
+static __thread struct wpp_tls wpp_self;
+static struct {
+  void *next;
+  long off;
+  void *pending;
+} empty_robust = {&empty_robust, 0, 0};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static long sys3(long n, long a, long b, long c) {
+  long r;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "a"(n), "D"(a), "S"(b), "d"(c)
+                   : "rcx", "r11", "memory");
+  return r;
+}
+
+/* futex without touching errno: app threads and revived threads call it */
+static void futex(volatile int *addr, int op, int val) {
+  register long r10 __asm__("r10") = 0;
+  long r;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "a"((long)SYS_futex), "D"(addr), "S"((long)op),
+                     "d"((long)val), "r"(r10)
+                   : "rcx", "r11", "memory");
+  (void)r;
+}
+
+static void say(const char *kind, const char *fmt, va_list ap) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof(buf), "pmkit wpp: %s", kind);
+  n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+  if (n > (int)sizeof(buf) - 2)
+    n = (int)sizeof(buf) - 2;
+  buf[n++] = '\n';
+  sys3(SYS_write, 2, (long)buf, n);
+}
+
+void wpp_die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say("error: ", fmt, ap);
+  va_end(ap);
+  sys3(SYS_exit_group, 2, 0, 0);
+  __builtin_unreachable();
+}
+
+void wpp_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+static void note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say("", fmt, ap);
+  va_end(ap);
+}
+
+void wpp_lock(volatile int *l) {
+  int c = 0;
+  if (__atomic_compare_exchange_n(l, &c, 1, 0, __ATOMIC_ACQUIRE,
+                                  __ATOMIC_RELAXED))
+    return;
+  if (c != 2)
+    c = __atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE);
+  while (c != 0) {
+    futex(l, FUTEX_WAIT_PRIVATE, 2);
+    c = __atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE);
+  }
+}
+
+void wpp_unlock(volatile int *l) {
+  if (__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2)
+    futex(l, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static uint64_t now_ns(clockid_t c) {
+  struct timespec t;
+  clock_gettime(c, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void nap_us(long us) {
+  struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+  __real___clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
+}
+
+static uint64_t exe_hash(void) {
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    wpp_die("cannot read /proc/self/exe: %s", strerror(errno));
+  uint64_t h = 0xcbf29ce484222325ull;
+  unsigned char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0)
+    for (ssize_t i = 0; i < n; i++)
+      h = (h ^ buf[i]) * 0x100000001b3ull;
+  close(fd);
+  return h;
+}
+
+static long tls_offset(void) {
+  return (char *)&wpp_self - (char *)pthread_self();
+}
+
+static struct wpp_tls *tls_of(char *t) {
+  return (struct wpp_tls *)(t + tls_offset());
+}
+
+/* The facts about musl's layout this runtime relies on (wpp.h). */
+static void check_libc(char **envp) {
+  char *t = (char *)pthread_self();
+  char **e = envp;
+  while (*e)
+    e++;
+  if (*(char **)(t + MUSL_PT_SELF) != t ||
+      *wpp_pt_tid(t) != (int)syscall(SYS_gettid) ||
+      *(void **)(t + MUSL_PT_ROBUST) != t + MUSL_PT_ROBUST ||
+      *(size_t **)(__libc + MUSL_LIBC_AUXV) != (size_t *)(e + 1))
+    wpp_die("this libc is not the musl 1.2.3 layout the runtime was built "
+            "for; rebuild with pmkit wpp cc on this machine");
+}
+
+/* The writable PT_LOAD of the (static, non-PIE) executable. */
+static void rw_segment(uintptr_t *lo, uintptr_t *hi) {
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)getauxval(AT_PHDR);
+  size_t n = getauxval(AT_PHNUM);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (ph[i].p_type == PT_DYNAMIC || ph[i].p_type == PT_INTERP)
+      wpp_die("the program is dynamically linked; build it with pmkit wpp cc");
+    if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_W))
+      continue;
+    if (found++)
+      wpp_die("the program has two writable segments; unsupported");
+    *lo = ph[i].p_vaddr & ~(uintptr_t)(WPP_PAGE - 1);
+    *hi = (ph[i].p_vaddr + ph[i].p_memsz + WPP_PAGE - 1) &
+          ~(uintptr_t)(WPP_PAGE - 1);
+  }
+  if (!found)
+    wpp_die("the program has no writable segment");
+  if (*hi - *lo > WPP_DATA_MAX)
+    wpp_die("static data of %lu bytes exceed the %llu the context holds",
+            (unsigned long)(*hi - *lo), WPP_DATA_MAX);
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+/* Re-execute with ADDR_NO_RANDOMIZE once: libc keeps the vDSO's address in
+ * its static data, and a resumed thread may be in the middle of using it. */
+static void no_aslr(char **argv, char **envp) {
+  int p = personality(0xffffffff);
+  if (p == -1 || (p & ADDR_NO_RANDOMIZE))
+    return;
+  if (personality((unsigned long)p | ADDR_NO_RANDOMIZE) == -1)
+    return;
+  execve("/proc/self/exe", argv, envp);
+  wpp_warn("cannot re-execute without address randomisation: %s",
+           strerror(errno));
+}
+
+static int write_id_map(const char *file, const char *text) {
+  int fd = open(file, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  close(fd);
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* A pid namespace of our own (as root, or in a user namespace where those
+ * are allowed): the program's threads then have small ids that a restart
+ * can ask for again. Returns 1 if the next fork lands in one. */
+static int new_pid_ns(void) {
+  if (getenv("PMKIT_WPP_NO_NS"))
+    return 0;
+  if (unshare(CLONE_NEWPID) == 0)
+    return 1;
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
+    return 0;
+  char m[64];
+  snprintf(m, sizeof(m), "%u %u 1", (unsigned)uid, (unsigned)uid);
+  write_id_map("/proc/self/setgroups", "deny");
+  int ok = write_id_map("/proc/self/uid_map", m) == 0;
+  snprintf(m, sizeof(m), "%u %u 1", (unsigned)gid, (unsigned)gid);
+  ok &= write_id_map("/proc/self/gid_map", m) == 0;
+  return ok;
+}
+
+static volatile pid_t supervised;
+
+/* The supervisor: the process the user started. It forwards the signals a
+ * user sends (SIGPWR above all) to the program and ends as it ends. */
+static _Noreturn void supervise(pid_t child) {
+  char pidfile[4200];
+  snprintf(pidfile, sizeof(pidfile), "%s/pid", wpp_dir);
+  int fd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    char b[32];
+    int n = snprintf(b, sizeof(b), "%d\n", (int)getpid());
+    if (write(fd, b, (size_t)n) != n)
+      wpp_warn("cannot write %s", pidfile);
+    close(fd);
+  }
+  sigset_t s;
+  sigemptyset(&s);
+  int fwd[] = {SIGPWR, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+    sigaddset(&s, fwd[i]);
+  sigaddset(&s, SIGCHLD);
+  __real_pthread_sigmask(SIG_BLOCK, &s, NULL);
+  for (;;) {
+    siginfo_t si;
+    int sig = sigwaitinfo(&s, &si);
+    if (sig < 0)
+      continue;
+    if (sig != SIGCHLD) {
+      kill(child, sig);
+      continue;
+    }
+    int st;
+    pid_t r = waitpid(child, &st, WNOHANG);
+    if (r != child)
+      continue;
+    unlink(pidfile);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == WPP_EXIT_SAVED)
+      note("power failure: the program's state is saved in %s; run the "
+           "same command again to resume",
+           wpp_dir);
+    if (WIFEXITED(st))
+      __real__Exit(WEXITSTATUS(st));
+    signal(WTERMSIG(st), SIG_DFL);
+    sigdelset(&s, WTERMSIG(st));
+    __real_pthread_sigmask(SIG_SETMASK, &s, NULL);
+    raise(WTERMSIG(st));
+    __real__Exit(128 + WTERMSIG(st));
+  }
+}
+
+static void copy_args(int argc, char **argv, char **envp) {
+  struct wpp_hdr *h = wpp_hdr;
+  size_t nenv = 0, naux = 0, bytes = 0;
+  for (int i = 0; i < argc; i++)
+    bytes += strlen(argv[i]) + 1;
+  for (; envp[nenv]; nenv++)
+    bytes += strlen(envp[nenv]) + 1;
+  size_t *aux = (size_t *)(envp + nenv + 1);
+  while (aux[2 * naux])
+    naux++;
+  size_t ptrs = ((size_t)argc + 1 + nenv + 1) * sizeof(char *);
+  size_t auxb = (2 * naux + 2) * sizeof(size_t);
+  char *mem = wpp_alloc(ptrs + auxb + bytes, PROT_READ | PROT_WRITE);
+  if (!mem)
+    wpp_die("no room in the context for the arguments");
+  char **av = (char **)mem, **ev = av + argc + 1;
+  size_t *ax = (size_t *)(ev + nenv + 1);
+  char *s = (char *)(ax + 2 * naux + 2);
+  for (int i = 0; i < argc; i++) {
+    av[i] = s;
+    s = stpcpy(s, argv[i]) + 1;
+  }
+  av[argc] = NULL;
+  for (size_t i = 0; i < nenv; i++) {
+    ev[i] = s;
+    s = stpcpy(s, envp[i]) + 1;
+  }
+  ev[nenv] = NULL;
+  memcpy(ax, aux, auxb);
+  h->argc = argc;
+  h->argv = (uint64_t)(uintptr_t)av;
+  h->envp = (uint64_t)(uintptr_t)ev;
+  h->auxv = (uint64_t)(uintptr_t)ax;
+  /* libc's own pointers into the initial stack, which is not persistent */
+  __environ = ev;
+  *(size_t **)(__libc + MUSL_LIBC_AUXV) = ax;
+  if (argc > 0) {
+    __progname_full = av[0];
+    char *b = strrchr(av[0], '/');
+    __progname = b ? b + 1 : av[0];
+  }
+}
+
+static void *main_thread(void *unused) {
+  (void)unused;
+  struct wpp_hdr *h = wpp_hdr;
+  exit(__real_main(h->argc, (char **)(uintptr_t)h->argv,
+                   (char **)(uintptr_t)h->envp));
+}
+
+static int ctx_path(char *out, size_t cap) {
+  return snprintf(out, cap, "%s/wpp.ctx", wpp_dir) >= (int)cap ? -1 : 0;
+}
+
+/* Move the context descriptor out of the program's way. */
+static int stash_fd(int fd) {
+  struct rlimit rl;
+  int at = 1000;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64 &&
+      rl.rlim_cur < 100000)
+    at = (int)rl.rlim_cur - 8;
+  int h = fcntl(fd, F_DUPFD_CLOEXEC, at);
+  if (h >= 0) {
+    close(fd);
+    return h;
+  }
+  return fd;
+}
+
+static void persist_static_data(int fd) {
+  uintptr_t lo, hi;
+  rw_segment(&lo, &hi);
+  struct wpp_hdr *h = wpp_hdr;
+  h->data_addr = lo;
+  h->data_len = hi - lo;
+  /* the copy and the remap must see the same bytes: nothing writes static
+   * data in between (one thread, no signal handler yet) */
+  if (pwrite(fd, (void *)lo, hi - lo, (off_t)WPP_DATA_OFF) !=
+      (ssize_t)(hi - lo))
+    wpp_die("cannot copy the static data into the context: %s",
+            strerror(errno));
+  if (__real___mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_FIXED, fd,
+                    (off_t)WPP_DATA_OFF) != (void *)lo)
+    wpp_die("cannot map the static data: %s", strerror(errno));
+}
+
+/* ---- the save --------------------------------------------------------- */
+
+static void on_save(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  (void)si;
+  struct wpp_tls *me = &wpp_self;
+  me->uc = uc;
+  me->alive = 1;
+  /* the kernel must not touch libc's words when this thread goes: no robust
+   * list processing, and the exit clears our word, not libc's list lock */
+  sys3(SYS_set_robust_list, (long)&empty_robust, 24, 0);
+  sys3(SYS_set_tid_address, (long)&me->alive, 0, 0);
+  __atomic_store_n(&me->gen, wpp_hdr->generation + 1, __ATOMIC_RELEASE);
+  for (;;)
+    sys3(SYS_exit, 0, 0, 0);
+}
+
+static void save_all(void) {
+  struct wpp_hdr *h = wpp_hdr;
+  int s = WPP_RUNNING;
+  if (!__atomic_compare_exchange_n(&h->state, &s, WPP_SAVING, 0,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return; /* the program is exiting: nothing to save */
+  uint32_t want = h->generation + 1;
+  char *self = (char *)pthread_self();
+  pid_t pid = getpid();
+  uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+  enum { MAXT = 4096 };
+  static char *sent[MAXT];
+  int nsent = 0;
+  for (;;) {
+    int pending = 0, total = 0;
+    /* libc's list lock is never held by a thread that can take a signal
+     * (musl blocks them around it), so taking it here cannot deadlock */
+    __tl_lock();
+    for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
+      total++;
+      if (tls_of(t)->gen == want)
+        continue;
+      pending++;
+      int seen = 0;
+      for (int i = 0; i < nsent && !seen; i++)
+        seen = sent[i] == t;
+      if (!seen && nsent < MAXT) {
+        sent[nsent++] = t;
+        sys3(SYS_tgkill, pid, *wpp_pt_tid(t), WPP_SIGSAVE);
+      }
+    }
+    __tl_unlock();
+    if (!pending) {
+      h->threads_saved = (uint64_t)total;
+      break;
+    }
+    if (now_ns(CLOCK_MONOTONIC) - t0 > 10000000000ull)
+      wpp_die("%d thread(s) did not stop within 10 s; the context stays "
+              "unsaved",
+              pending);
+    nap_us(50);
+  }
+  wpp_fd_save();
+  if (!getcwd(h->cwd, sizeof(h->cwd)))
+    h->cwd[0] = 0;
+  mode_t m = umask(0);
+  umask(m);
+  h->umask = m;
+  h->saved_ns = now_ns(CLOCK_REALTIME);
+  __atomic_store_n(&h->state, WPP_SAVED, __ATOMIC_RELEASE);
+  sys3(SYS_exit_group, WPP_EXIT_SAVED, 0, 0);
+}
+
+static _Noreturn void master_loop(void) {
+  sigset_t all, pwr;
+  sigfillset(&all);
+  __real_pthread_sigmask(SIG_SETMASK, &all, NULL);
+  sigemptyset(&pwr);
+  sigaddset(&pwr, SIGPWR);
+  for (;;) {
+    int sig = sigwaitinfo(&pwr, NULL);
+    if (sig == SIGPWR)
+      save_all();
+  }
+}
+
+static void install_save_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = on_save;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&sa.sa_mask);
+  if (__libc_sigaction(WPP_SIGSAVE, &sa, NULL) != 0)
+    wpp_die("cannot install the save handler: %s", strerror(errno));
+}
+
+/* ---- the restore ---------------------------------------------------- */
+
+struct revive {
+  char *t;
+  void *uc;
+  volatile int *go;
+  int handler; /* this thread runs the program's failure handler */
+};
+
+/* PMKIT_WPP_BREAK=fpu|pipes|sleep: a deliberately broken restore, for the
+ * tests that must fail (tests/cli/test_wpp.py). Never set in normal use. */
+WPP_HIDDEN int wpp_broken(const char *what) {
+  const char *b = getenv("PMKIT_WPP_BREAK");
+  return b && strstr(b, what) != NULL;
+}
+
+static _Noreturn void jump_to(void *uc) {
+  __asm__ volatile("mov %0, %%rsp\n\t"
+                   "mov $15, %%eax\n\t" /* SYS_rt_sigreturn */
+                   "syscall\n\t"
+                   "hlt" ::"r"(uc)
+                   : "memory");
+  __builtin_unreachable();
+}
+
+static void run_failure_handler(ucontext_t *uc) {
+  struct sigaction *sa = &wpp_hdr->onfail;
+  if (sa->sa_handler == SIG_DFL || sa->sa_handler == SIG_IGN)
+    return;
+  sigset_t m = uc->uc_sigmask;
+  for (int s = 1; s < 65; s++)
+    if (sigismember(&sa->sa_mask, s))
+      sigaddset(&m, s);
+  sigaddset(&m, SIGPWR);
+  sigdelset(&m, WPP_SIGSAVE);
+  __real_pthread_sigmask(SIG_SETMASK, &m, NULL);
+  if (sa->sa_flags & SA_SIGINFO) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    si.si_signo = SIGPWR;
+    si.si_code = SI_KERNEL;
+    sa->sa_sigaction(SIGPWR, &si, uc);
+  } else {
+    sa->sa_handler(SIGPWR);
+  }
+}
+
+static int revive_entry(void *arg) {
+  struct revive *r = arg;
+  char *t = r->t;
+  while (__atomic_load_n(r->go, __ATOMIC_ACQUIRE) < (r->handler ? 1 : 2))
+    futex(r->go, FUTEX_WAIT_PRIVATE, __atomic_load_n(r->go, __ATOMIC_ACQUIRE));
+  sys3(SYS_set_robust_list, (long)(t + MUSL_PT_ROBUST), 24, 0);
+  if (r->handler) {
+    run_failure_handler(r->uc);
+    __atomic_store_n(r->go, 2, __ATOMIC_RELEASE);
+    futex(r->go, FUTEX_WAKE_PRIVATE, 1 << 30);
+  }
+  jump_to(r->uc);
+}
+
+struct clone3_args {
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+      tls, set_tid, set_tid_size, cgroup;
+};
+
+static volatile int revive_go; /* 1: the handler may run; 2: everyone */
+
+static int revive_threads(int ns, int *handler) {
+  char *self = (char *)pthread_self();
+  struct wpp_hdr *h = wpp_hdr;
+  revive_go = 0;
+  *handler = 0;
+  int break_fpu = wpp_broken("fpu");
+  int n = 0, moved = 0;
+  char *runner = NULL;
+  for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
+    if (tls_of(t)->gen != h->generation + 1)
+      wpp_die("thread %p was not saved; the context cannot be resumed",
+              (void *)t);
+    if (!runner || t == (char *)(uintptr_t)h->main_thread)
+      runner = t;
+  }
+  for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
+    size_t ss = t == runner ? (1u << 20) : (64u << 10);
+    char *stk = __real___mmap(NULL, ss, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct revive *r = (struct revive *)(stk + ss) - 1;
+    if (stk == MAP_FAILED)
+      wpp_die("no memory for a thread's start-up stack");
+    r->t = t;
+    r->uc = tls_of(t)->uc;
+    if (break_fpu) {
+      /* forget the vector registers: the program's floating point breaks */
+      ucontext_t *u = r->uc;
+      if (u->uc_mcontext.fpregs)
+        memset(u->uc_mcontext.fpregs->_xmm, 0,
+               sizeof(u->uc_mcontext.fpregs->_xmm));
+    }
+    r->go = &revive_go;
+    r->handler = t == runner && h->onfail_set;
+    *handler |= r->handler;
+    pid_t old = *wpp_pt_tid(t);
+    struct clone3_args ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+               CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+               CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+    ca.child_tid = (uint64_t)(uintptr_t)&__thread_list_lock;
+    ca.parent_tid = (uint64_t)(uintptr_t)wpp_pt_tid(t);
+    ca.stack = (uint64_t)(uintptr_t)stk;
+    ca.stack_size = (uint64_t)((char *)r - stk) & ~(uint64_t)15;
+    ca.tls = (uint64_t)(uintptr_t)t;
+    if (ns) {
+      ca.set_tid = (uint64_t)(uintptr_t)&old;
+      ca.set_tid_size = 1;
+    }
+    long tid = wpp_clone3(&ca, sizeof(ca), revive_entry, r);
+    if (tid < 0 && ns) {
+      ca.set_tid = 0;
+      ca.set_tid_size = 0;
+      tid = wpp_clone3(&ca, sizeof(ca), revive_entry, r);
+    }
+    if (tid < 0)
+      wpp_die("cannot recreate a thread: %s", strerror((int)-tid));
+    moved += tid != old;
+    n++;
+  }
+  if (moved)
+    wpp_warn("%d thread id(s) changed at the restore: a lock that records "
+             "its owner's id (recursive mutex, stdio) held at the failure "
+             "may not be released",
+             moved);
+  h->threads_restored = (uint64_t)n;
+  return n;
+}
+
+static void reinstall_signals(void) {
+  struct wpp_hdr *h = wpp_hdr;
+  for (int s = 1; s < 65; s++)
+    if (h->sig[s].set && s != WPP_SIGSAVE && s != SIGPWR)
+      __libc_sigaction(s, &h->sig[s].sa, NULL);
+}
+
+static const char *state_name(int s) {
+  switch (s) {
+  case WPP_INIT:
+    return "its creation was interrupted (half-written)";
+  case WPP_RUNNING:
+    return "the program is running, or ended without a save (killed, "
+           "crashed)";
+  case WPP_SAVING:
+    return "a save was interrupted";
+  case WPP_EXITING:
+    return "the program was exiting";
+  default:
+    return "its state is unknown (corrupt)";
+  }
+}
+
+static _Noreturn void restore(int fd, int ns, const char *path) {
+  struct wpp_hdr hd;
+  uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+  if (pread(fd, &hd, offsetof(struct wpp_hdr, lock), 0) !=
+      (ssize_t)offsetof(struct wpp_hdr, lock))
+    wpp_die("%s: too short to be a context (corrupt or half-written)", path);
+  if (hd.magic != WPP_MAGIC)
+    wpp_die("%s is not a WPP context", path);
+  if (hd.version != WPP_VERSION)
+    wpp_die("%s has layout %u; this runtime reads %u", path, hd.version,
+            WPP_VERSION);
+  if (hd.state != WPP_SAVED)
+    wpp_die("%s cannot be resumed: %s; remove it to start afresh", path,
+            state_name(hd.state));
+  if (hd.exe_hash != exe_hash())
+    wpp_die("%s was saved by another executable; run that one, or remove "
+            "the context to start afresh",
+            path);
+  uintptr_t lo, hi;
+  rw_segment(&lo, &hi);
+  if (hd.data_addr != lo || hd.data_len != hi - lo)
+    wpp_die("%s: the static data does not match this executable", path);
+  if (hd.vdso != getauxval(AT_SYSINFO_EHDR))
+    wpp_die("the vDSO moved (%#llx, was %#llx): address randomisation is on "
+            "and cannot be turned off here",
+            (unsigned long long)getauxval(AT_SYSINFO_EHDR),
+            (unsigned long long)hd.vdso);
+  if (hd.ns && !ns)
+    wpp_warn("no pid namespace this time: thread ids will change");
+  if (!getenv("PMKIT_WPP_QUIET"))
+    note("resuming from %s (restore %u)", wpp_dir, hd.generation + 1);
+  int r = wpp_mem_map(fd, 0);
+  if (r)
+    wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
+  wpp_block_brk();
+  sigset_t all;
+  sigfillset(&all);
+  __real_pthread_sigmask(SIG_SETMASK, &all, NULL);
+  char *self = (char *)pthread_self();
+  int mytid = (int)syscall(SYS_gettid);
+  /* From here libc's static data is the saved program's: its locks may be
+   * held by threads that are not running yet. Only system calls and code
+   * that takes no lock until the threads are back. */
+  if (__real___mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_FIXED, fd,
+                    (off_t)WPP_DATA_OFF) != (void *)lo)
+    wpp_die("cannot map the static data back: %s", strerror(errno));
+  *wpp_pt_tid(self) = mytid;
+  wpp_ctxfd = fd;
+  struct wpp_hdr *h = wpp_hdr;
+  if (h->cwd[0] && chdir(h->cwd) != 0)
+    wpp_warn("cannot return to %s: %s", h->cwd, strerror(errno));
+  umask(h->umask);
+  reinstall_signals();
+  install_save_handler();
+  wpp_fd_restore(wpp_dir);
+  wpp_fd_cleanup(wpp_dir);
+  int handler;
+  revive_threads(ns, &handler);
+  h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
+  h->generation++;
+  h->ns = ns;
+  __atomic_store_n(&h->state, WPP_RUNNING, __ATOMIC_RELEASE);
+  /* the failure handler first, alone; then everyone */
+  __atomic_store_n(&revive_go, handler ? 1 : 2, __ATOMIC_RELEASE);
+  futex(&revive_go, FUTEX_WAKE_PRIVATE, 1 << 30);
+  master_loop();
+}
+
+int __wrap_main(int argc, char **argv, char **envp) {
+  const char *dir = getenv("PMKIT_WPP_CONTEXT");
+  if (!dir || !*dir)
+    return __real_main(argc, argv, envp);
+  if (strlen(dir) >= sizeof(wpp_dir) - 64)
+    wpp_die("context path too long");
+  strcpy(wpp_dir, dir);
+  /* a power failure from now on is the runtime's, in every process it
+   * becomes (the mask survives the exec and the fork below) */
+  sigset_t pwr;
+  sigemptyset(&pwr);
+  sigaddset(&pwr, SIGPWR);
+  __real_pthread_sigmask(SIG_BLOCK, &pwr, NULL);
+  no_aslr(argv, envp);
+  check_libc(envp);
+  if (mkdir(wpp_dir, 0700) != 0 && errno != EEXIST)
+    wpp_die("cannot create the context directory %s: %s", wpp_dir,
+            strerror(errno));
+  int ns = new_pid_ns();
+  pid_t c = fork();
+  if (c < 0)
+    wpp_die("fork: %s", strerror(errno));
+  if (c > 0)
+    supervise(c);
+  /* the program's process; pid 1 of its namespace when ns */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char path[4200];
+  if (ctx_path(path, sizeof(path)))
+    wpp_die("context path too long");
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    fd = stash_fd(fd);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+      wpp_die("%s is in use by another process", path);
+    restore(fd, ns, path);
+  }
+  if (errno != ENOENT)
+    wpp_die("cannot open %s: %s", path, strerror(errno));
+  fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    wpp_die("cannot create %s: %s", path, strerror(errno));
+  fd = stash_fd(fd);
+  flock(fd, LOCK_EX | LOCK_NB);
+  if (ftruncate(fd, (off_t)WPP_SIZE) != 0)
+    wpp_die("cannot size %s: %s", path, strerror(errno));
+  int r = wpp_mem_map(fd, 1);
+  if (r)
+    wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
+  struct wpp_hdr *h = wpp_hdr;
+  h->magic = WPP_MAGIC;
+  h->version = WPP_VERSION;
+  h->state = WPP_INIT;
+  h->exe_hash = exe_hash();
+  h->vdso = getauxval(AT_SYSINFO_EHDR);
+  h->ns = ns;
+  h->created_ns = now_ns(CLOCK_REALTIME);
+  wpp_block_brk();
+  persist_static_data(fd);
+  wpp_on = 1;
+  wpp_ctxfd = fd;
+  copy_args(argc, argv, envp);
+  /* the program's threads never take SIGPWR (blocked above, inherited):
+   * the master waits for it */
+  install_save_handler();
+  __atomic_store_n(&h->state, WPP_RUNNING, __ATOMIC_RELEASE);
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 8u << 20);
+  pthread_t mt;
+  if (pthread_create(&mt, &at, main_thread, NULL) != 0)
+    wpp_die("cannot start the program's main thread");
+  h->main_thread = (uint64_t)(uintptr_t)mt;
+  master_loop();
+}
+
+/* ---- the program's view of signals, sleeps and exit ------------------ */
+
+int __wrap___sigaction(int sig, const struct sigaction *sa,
+                       struct sigaction *old) {
+  if (!wpp_on)
+    return __real___sigaction(sig, sa, old);
+  if (sig == WPP_SIGSAVE) {
+    errno = EINVAL; /* reserved for the runtime */
+    return -1;
+  }
+  struct wpp_hdr *h = wpp_hdr;
+  if (sig == SIGPWR) {
+    /* the failure handler: called at a restore, never installed */
+    if (old)
+      *old = h->onfail;
+    if (sa) {
+      h->onfail = *sa;
+      h->onfail_set = 1;
+    }
+    return 0;
+  }
+  int r = __real___sigaction(sig, sa, old);
+  if (r == 0 && sa && sig > 0 && sig < 65) {
+    h->sig[sig].sa = *sa;
+    h->sig[sig].set = 1;
+  }
+  return r;
+}
+
+int __wrap_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+    __attribute__((alias("__wrap___sigaction")));
+
+int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  if (!wpp_on || !set)
+    return __real_pthread_sigmask(how, set, old);
+  sigset_t s = *set;
+  if (how == SIG_BLOCK || how == SIG_SETMASK)
+    sigdelset(&s, WPP_SIGSAVE);
+  if (how == SIG_UNBLOCK)
+    sigdelset(&s, SIGPWR);
+  if (how == SIG_SETMASK)
+    sigaddset(&s, SIGPWR);
+  int r = __real_pthread_sigmask(how, &s, old);
+  if (r == 0 && old)
+    sigdelset(old, SIGPWR);
+  return r;
+}
+
+/* A sleep cut short by a power failure finishes after the restore. */
+int __wrap___clock_nanosleep(clockid_t clk, int flags,
+                             const struct timespec *req, struct timespec *rem) {
+  if (!wpp_on)
+    return __real___clock_nanosleep(clk, flags, req, rem);
+  struct timespec left = *req, r;
+  for (;;) {
+    uint32_t g = wpp_hdr->generation;
+    int e = __real___clock_nanosleep(clk, flags, &left, &r);
+    if (e == EINTR && wpp_hdr->generation != g && !wpp_broken("sleep")) {
+      if (!(flags & TIMER_ABSTIME))
+        left = r;
+      continue;
+    }
+    if (e == EINTR && rem)
+      *rem = r;
+    return e;
+  }
+}
+
+int __wrap_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
+                           struct timespec *rem)
+    __attribute__((alias("__wrap___clock_nanosleep")));
+
+_Noreturn void __wrap__Exit(int code) {
+  if (wpp_on) {
+    struct wpp_hdr *h = wpp_hdr;
+    for (;;) {
+      int s = WPP_RUNNING;
+      if (__atomic_compare_exchange_n(&h->state, &s, WPP_EXITING, 0,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        break;
+      /* a save is under way and will stop this thread; after the restore
+       * the state is RUNNING again and the exit goes on */
+      nap_us(1000);
+    }
+    char path[4200];
+    wpp_fd_cleanup(wpp_dir);
+    if (!ctx_path(path, sizeof(path)))
+      unlink(path);
+  }
+  __real__Exit(code);
+}
+
+/* ---- calls WPP cannot honour ------------------------------------------ */
+
+/* A second process would share nothing of the context, and exec would throw
+ * the persistent process away: both fail, loudly, and the program goes on. */
+static int unsupported(const char *what) {
+  wpp_warn("%s is not supported under whole-process persistence; it fails "
+           "with ENOTSUP",
+           what);
+  errno = ENOTSUP;
+  return -1;
+}
+
+pid_t __real_fork(void);
+pid_t __wrap_fork(void) { return wpp_on ? unsupported("fork") : __real_fork(); }
+
+pid_t __real_vfork(void);
+pid_t __wrap_vfork(void) {
+  return wpp_on ? unsupported("vfork") : __real_fork();
+}
+
+int __real_execve(const char *, char *const[], char *const[]);
+int __wrap_execve(const char *path, char *const argv[], char *const envp[]) {
+  return wpp_on ? unsupported("exec") : __real_execve(path, argv, envp);
+}
+
+int __real_posix_spawn(pid_t *, const char *, const void *, const void *,
+                       char *const[], char *const[]);
+int __wrap_posix_spawn(pid_t *pid, const char *path, const void *fa,
+                       const void *at, char *const argv[], char *const envp[]) {
+  if (wpp_on) {
+    unsupported("posix_spawn (and system, popen)");
+    return ENOTSUP;
+  }
+  return __real_posix_spawn(pid, path, fa, at, argv, envp);
+}
+
+int __real_posix_spawnp(pid_t *, const char *, const void *, const void *,
+                        char *const[], char *const[]);
+int __wrap_posix_spawnp(pid_t *pid, const char *file, const void *fa,
+                        const void *at, char *const argv[],
+                        char *const envp[]) {
+  if (wpp_on) {
+    unsupported("posix_spawnp");
+    return ENOTSUP;
+  }
+  return __real_posix_spawnp(pid, file, fa, at, argv, envp);
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wpp.h -- internals of the WPP runtime (whole-process persistence), shared by
+ * its files. The runtime is linked statically into a program built against
+ * musl by `pmkit wpp cc`; it reaches libc's memory, thread and signal calls
+ * through the linker's --wrap, never by modifying libc. Everything here is
+ * hidden; the program-facing contract is docs/modes/wpp.md.
+ *
+ * The context is one sparse file, mapped MAP_SHARED at WPP_BASE:
+ *
+ *   [0, 1 MiB)          struct wpp_hdr: state, identity, tables
+ *   [1 MiB, 10 MiB)     page map of the heap: one byte per page (0 = free)
+ *   [10 MiB, 16 MiB)    unread bytes of the program's pipes, at a save
+ *   [16 MiB, 256 MiB)   the program's writable static segment, mapped again
+ *                       at its link address
+ *   [256 MiB, end)      the heap: every anonymous mapping of the program
+ *
+ * Layout facts of musl 1.2.3 that the runtime relies on are in this file
+ * only, each checked at start-up (wpp_check_libc).
+ */
+#ifndef PMKIT_WPP_H
+#define PMKIT_WPP_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WPP_HIDDEN __attribute__((visibility("hidden")))
+
+#define WPP_MAGIC 0x31305050574b4d50ull /* "PMKWPP01" */
+#define WPP_VERSION 1u
+#define WPP_BASE 0x100000000000ull
+#define WPP_SIZE (32ull << 30)
+#define WPP_PAGE 4096ull
+#define WPP_MAP_OFF (1ull << 20)
+#define WPP_PIPEBUF_OFF (10ull << 20)
+#define WPP_PIPEBUF_MAX (6ull << 20)
+#define WPP_DATA_OFF (16ull << 20)
+#define WPP_DATA_MAX (240ull << 20)
+#define WPP_HEAP_OFF (256ull << 20)
+#define WPP_HEAP_PAGES ((WPP_SIZE - WPP_HEAP_OFF) / WPP_PAGE)
+
+/* musl ships no <linux/futex.h> */
+#define FUTEX_WAIT_PRIVATE 128
+#define FUTEX_WAKE_PRIVATE 129
+
+/* The signal that stops a thread at a failure: hidden from the program. */
+#define WPP_SIGSAVE (SIGRTMAX)
+/* Exit status of a process whose state was saved at an emulated failure
+ * (the same as PMKIT_CRASH_EXIT in pmkit.h). */
+#define WPP_EXIT_SAVED 86
+
+enum wpp_state {
+  WPP_INIT = 1,    /* being created: never resumable */
+  WPP_RUNNING = 2, /* live, or ended without a save: not resumable */
+  WPP_SAVING = 3,  /* the save was interrupted: not resumable */
+  WPP_SAVED = 4,   /* every thread saved: the next run resumes */
+  WPP_EXITING = 5, /* the program is ending; its files are going */
+};
+
+enum wpp_fd_kind {
+  WPP_FD_NONE = 0,
+  WPP_FD_FILE,    /* a regular file, reopened through a hard link */
+  WPP_FD_PIPE_R,  /* read end of a pipe; unread bytes saved */
+  WPP_FD_PIPE_W,  /* write end of a pipe */
+  WPP_FD_LISTEN,  /* a listening socket, rebuilt */
+  WPP_FD_SOCKET,  /* any other socket: comes back dead */
+  WPP_FD_EPOLL,   /* an epoll set, rebuilt from its registrations */
+  WPP_FD_INHERIT, /* 0, 1, 2: the next run's own descriptors */
+  WPP_FD_DEAD,    /* cannot be recreated: comes back as a closed socket */
+};
+
+#define WPP_MAX_FD 256
+#define WPP_MAX_FREE 8192
+#define WPP_MAX_EPOLL 512
+#define WPP_PIPE_MAX 65536
+
+struct wpp_fd {
+  int32_t num; /* the descriptor number */
+  int32_t kind;
+  int32_t flags; /* open flags (files), O_NONBLOCK|O_CLOEXEC (others) */
+  uint64_t ino;  /* pipes: pairs the two ends */
+  int32_t domain, type, proto; /* sockets */
+  int32_t backlog;
+  int32_t linked;  /* files: a hard link in the context keeps it */
+  int64_t offset;  /* file offset at the save */
+  char path[1024]; /* files: where it was */
+  uint32_t addrlen;
+  uint32_t pipe_len; /* saved unread bytes, read ends */
+  uint64_t pipe_off; /* where those bytes are, from WPP_PIPEBUF_OFF */
+  uint8_t addr[112]; /* bound address, listening sockets */
+  int32_t reuse;     /* SO_REUSEADDR */
+  int32_t pad;
+};
+
+struct wpp_epoll_reg {
+  int32_t epfd, fd;
+  uint32_t events;
+  uint32_t pad;
+  uint64_t data;
+};
+
+struct wpp_sigrec {
+  uint8_t set; /* the program installed a disposition */
+  uint8_t pad[7];
+  struct sigaction sa;
+};
+
+struct wpp_extent {
+  uint64_t page, npages;
+};
+
+struct wpp_hdr {
+  uint64_t magic;
+  uint32_t version;
+  volatile int32_t state;
+  uint64_t exe_hash; /* FNV-1a of the executable */
+  uint64_t vdso;     /* AT_SYSINFO_EHDR at the first start */
+  uint64_t data_addr, data_len;
+  volatile uint32_t generation; /* restores so far */
+  int32_t ns;                   /* 1: ran as pid 1 of its own pid namespace */
+  uint64_t main_thread;         /* pthread_t of the thread running main */
+  uint64_t created_ns, saved_ns;
+  uint64_t restore_ns; /* time the last restore took */
+  uint64_t live_pages; /* heap pages in use */
+  uint64_t threads_saved, threads_restored;
+  uint64_t argv, envp, auxv; /* copies in the heap */
+  int32_t argc;
+  uint32_t umask;
+  char cwd[4096];
+  /* heap allocator */
+  volatile int lock;
+  uint32_t nfree;
+  uint64_t bump; /* first never-used heap page */
+  struct wpp_extent free[WPP_MAX_FREE];
+  /* kernel state */
+  struct wpp_sigrec sig[65];
+  struct sigaction onfail; /* the program's SIGPWR disposition */
+  int32_t onfail_set;
+  uint32_t nepoll;
+  uint32_t nfd;
+  uint32_t pad2;
+  struct wpp_fd fd[WPP_MAX_FD];
+  struct wpp_epoll_reg epoll[WPP_MAX_EPOLL];
+};
+
+_Static_assert(sizeof(struct wpp_hdr) <= WPP_MAP_OFF, "header too large");
+/* `pmkit wpp info` (cli/pmkit/wpp.py) reads the fields before argv */
+_Static_assert(offsetof(struct wpp_hdr, argv) == 112,
+               "wpp.py reads the header");
+_Static_assert(WPP_MAP_OFF + WPP_HEAP_PAGES <= WPP_PIPEBUF_OFF, "page map");
+
+/* Per-thread record, in the thread's (persistent) TLS. */
+struct wpp_tls {
+  void *uc;              /* the ucontext of the save signal */
+  volatile int alive;    /* cleared by the kernel when the saved thread exits */
+  volatile uint32_t gen; /* generation + 1 it was saved in */
+};
+
+/* musl 1.2.3 struct pthread (x86_64), the fields the runtime touches. */
+#define MUSL_PT_SELF 0
+#define MUSL_PT_PREV 16
+#define MUSL_PT_NEXT 24
+#define MUSL_PT_CANARY 40
+#define MUSL_PT_TID 48
+#define MUSL_PT_ROBUST 136
+#define MUSL_LIBC_AUXV 8 /* offset of auxv in struct __libc */
+
+static inline char *wpp_pt_next(char *t) {
+  return *(char **)(t + MUSL_PT_NEXT);
+}
+static inline int *wpp_pt_tid(char *t) { return (int *)(t + MUSL_PT_TID); }
+
+WPP_HIDDEN extern struct wpp_hdr *const wpp_hdr;
+WPP_HIDDEN extern int wpp_on; /* this process runs under WPP */
+WPP_HIDDEN extern int wpp_ctxfd;
+
+/* mem.c */
+WPP_HIDDEN int wpp_mem_map(int fd, int fresh);
+WPP_HIDDEN void wpp_block_brk(void);
+WPP_HIDDEN void *wpp_alloc(size_t len, int prot);
+WPP_HIDDEN int wpp_in_heap(const void *p, size_t len);
+WPP_HIDDEN void *wpp_heap_ptr(uint64_t off);
+WPP_HIDDEN uint64_t wpp_heap_off(const void *p);
+
+/* fd.c */
+WPP_HIDDEN void wpp_fd_save(void);
+WPP_HIDDEN int wpp_fd_restore(const char *dir);
+WPP_HIDDEN void wpp_fd_cleanup(const char *dir);
+
+/* wpp.c */
+WPP_HIDDEN void wpp_die(const char *fmt, ...) __attribute__((noreturn));
+WPP_HIDDEN void wpp_warn(const char *fmt, ...);
+WPP_HIDDEN void wpp_lock(volatile int *l);
+WPP_HIDDEN void wpp_unlock(volatile int *l);
+WPP_HIDDEN extern char wpp_dir[4096];
+WPP_HIDDEN int wpp_broken(const char *what);
+
+/* clone3.S: start fn(arg) on a new thread with the given clone_args. */
+WPP_HIDDEN long wpp_clone3(void *args, size_t size, int (*fn)(void *),
+                           void *arg);
+
+#endif

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: Apache-2.0
+"""WPP mode (runtime/wpp, `pmkit wpp`): the golden-output suite at quick size (5 programs x 10
+trials, each with 1-3 power failures and at least one restore), the cases that must fail (a
+restore that drops pipe bytes, sleeps cut short, vector registers lost), bad input (another
+binary's context, a corrupt or half-written one, a busy one, a missing directory, fork and
+exec), and the command itself (run, kill, info)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import wppgolden as g
+
+pytestmark = pytest.mark.skipif(not Path("/usr/bin/musl-gcc").exists(), reason="no musl-gcc")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    # contexts and programs on tmpfs, as in use
+    d = Path("/dev/shm") / f"pmkit-test-wpp-{os.getpid()}"
+    d.mkdir()
+    yield d
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
+def test_golden_quick(work):
+    s = g.campaign(list(g.PROGRAMS), 10, seed=7, workdir=work / "golden", log=lambda *_: None)
+    total = sum(v["trials"] for v in s.values())
+    assert total >= 50
+    for name, v in s.items():
+        assert v["passed"] == v["trials"], (name, v["problems"])
+        assert v["restores"] >= v["trials"], name
+
+
+def _broken_trials(work: Path, name: str, knob: str, n: int) -> list[g.Trial]:
+    scratch = work / f"broken-{knob}"
+    scratch.mkdir(exist_ok=True)
+    exe = g.build(name, scratch)
+    want, runtime = g.native(exe, name, scratch)
+    os.environ["PMKIT_WPP_BREAK"] = knob
+    try:
+        rng = random.Random(11)
+        return [g.trial(exe, name, want, runtime, scratch, rng) for _ in range(n)]
+    finally:
+        del os.environ["PMKIT_WPP_BREAK"]
+
+
+@pytest.mark.parametrize("name,knob", [("pipe", "pipes"), ("sleepenv", "sleep")])
+def test_broken_restore_is_caught(work, name, knob):
+    """The harness sees a restore that drops the bytes left in a pipe, or lets a sleep end early."""
+    trials = _broken_trials(work, name, knob, 3)
+    caught = [t for t in trials if t.restores and not t.ok]
+    assert caught, [t.why for t in trials]
+    assert all("stdout differs" in t.why for t in caught)
+
+
+def test_lost_vector_registers_are_caught(work):
+    """Zeroing the saved vector registers breaks the floating point of some trial (a thread
+    stopped in a system call has no live vector registers, so not every trial)."""
+    trials = _broken_trials(work, "compute", "fpu", 8)
+    assert any(t.restores and not t.ok for t in trials), [t.why for t in trials]
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+
+def _run(exe: Path, ctx: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, **kw)
+
+
+def _saved_context(exe: Path, ctx: Path, *args: str) -> None:
+    """Run (or resume) exe under WPP and power-fail it once it has been running a while."""
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    p = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGPWR)
+    p.communicate(timeout=30)
+    assert p.returncode == g.SAVED_EXIT
+    assert (ctx / "wpp.ctx").exists()
+
+
+def _head(f: Path) -> bytes:
+    with open(f, "rb") as fh:  # the file is sparse and 32 GiB long
+        return fh.read(1 << 20)
+
+
+@pytest.fixture(scope="module")
+def progs(work) -> dict[str, Path]:
+    d = work / "progs"
+    d.mkdir()
+    return {n: g.build(n, d) for n in ("compute", "churn")}
+
+
+def test_context_of_another_binary_is_refused(work, progs):
+    ctx = work / "other"
+    _saved_context(progs["compute"], ctx, "2", "400")
+    before = _head(ctx / "wpp.ctx")
+    r = _run(progs["churn"], ctx)
+    assert r.returncode == 2
+    assert "saved by another executable" in r.stderr
+    assert _head(ctx / "wpp.ctx") == before  # nothing lost
+    r = _run(progs["compute"], ctx, "2", "400", timeout=60)  # the right one still resumes
+    assert r.returncode == 0, r.stderr
+    assert "counter=" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        ("magic", "is not a WPP context"),
+        ("init", "half-written"),
+        ("running", "ended without a save"),
+        ("short", "too short"),
+    ],
+)
+def test_corrupt_context_is_refused(work, progs, damage, message):
+    ctx = work / f"corrupt-{damage}"
+    _saved_context(progs["compute"], ctx, "2", "400")
+    f = ctx / "wpp.ctx"
+    if damage == "short":
+        f.unlink()
+        f.write_bytes(b"PMKWPP01")
+    else:
+        with open(f, "r+b") as fh:
+            if damage == "magic":
+                fh.write(b"garbage!")
+            else:
+                fh.seek(12)
+                fh.write(struct.pack("<i", {"init": 1, "running": 2}[damage]))
+    r = _run(progs["compute"], ctx, "2", "400", timeout=30)
+    assert r.returncode == 2
+    assert message in r.stderr, r.stderr
+    assert f.exists()  # left for the user to inspect or remove
+
+
+def test_missing_directory(work, progs):
+    r = _run(progs["compute"], work / "no" / "such" / "dir", "1", "1")
+    assert r.returncode == 2
+    assert "cannot create the context directory" in r.stderr
+    assert "No such file or directory" in r.stderr
+
+
+def test_busy_context_is_refused(work, progs):
+    ctx = work / "busy"
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    p = subprocess.Popen(
+        [str(progs["compute"]), "2", "2000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        time.sleep(0.3)
+        r = _run(progs["compute"], ctx, "2", "2000", timeout=30)
+        assert r.returncode == 2
+        assert "in use by another process" in r.stderr
+    finally:
+        p.kill()
+        p.communicate()
+
+
+def test_fork_and_exec_fail_loudly(work):
+    src = work / "forker.c"
+    src.write_text(
+        "#include <errno.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
+        "int main(void) {\n"
+        '  pid_t p = fork(); printf("fork %d %d\\n", (int)p, p < 0 ? errno == ENOTSUP : 0);\n'
+        '  int s = system("true"); printf("system %d\\n", s);\n'
+        '  execl("/bin/true", "true", (char *)0); printf("exec %d\\n", errno == ENOTSUP);\n'
+        "  return 0;\n}\n"
+    )
+    exe = work / "forker"
+    subprocess.run(g.pmkit("wpp", "cc", str(src), "-o", str(exe)), check=True)
+    r = _run(exe, work / "forker-ctx")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["fork -1 1", "system -1", "exec 1"]
+    assert "fork is not supported" in r.stderr
+    assert not list((work / "forker-ctx").iterdir())
+    native = subprocess.run([str(exe)], capture_output=True, text=True)  # without WPP: real calls
+    assert native.returncode == 0 and "not supported" not in native.stderr
+
+
+def test_failure_handler(work):
+    """The program's SIGPWR handler runs once per restore, never at the failure itself, and may
+    end the program."""
+    d = work / "handler"
+    d.mkdir()
+    exe = d / "handler"
+    subprocess.run(g.pmkit("wpp", "cc", str(g.SOURCES / "handler.c"), "-o", str(exe)), check=True)
+    assert (
+        subprocess.run([str(exe)], capture_output=True).stdout == b"handler calls=0 progress=59\n"
+    )
+    ctx = d / "ctx"
+    _saved_context(exe, ctx)
+    _saved_context(exe, ctx)  # resumed, then power-failed again
+    r = _run(exe, ctx, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "handler calls=2 progress=59\n"
+    ctx2 = d / "ctx2"
+    _saved_context(exe, ctx2, "exit")
+    r = _run(exe, ctx2, "exit", timeout=30)
+    assert r.returncode == 3 and r.stdout == "handler exits after 1 call(s)\n", r.stderr
+    assert not list(ctx2.iterdir())
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+def test_run_kill_info_resume(work, progs):
+    ctx = work / "cli"
+    env = dict(os.environ)
+    run = g.pmkit("wpp", "run", "--context", str(ctx), "--", str(progs["compute"]), "2", "400")
+    p = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 10
+    while not (ctx / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    k = subprocess.run(
+        g.pmkit("wpp", "kill", "--context", str(ctx)), capture_output=True, text=True
+    )
+    assert k.returncode == 0, k.stderr
+    out1, err1 = p.communicate(timeout=30)
+    assert p.returncode == g.SAVED_EXIT
+    assert b"state is saved" in err1
+    i = subprocess.run(g.pmkit("wpp", "info", "--json", str(ctx)), capture_output=True, text=True)
+    assert i.returncode == 0, i.stderr
+    assert '"state": "SAVED"' in i.stdout
+    r = subprocess.run(run, capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0
+    assert b"resuming from" in r.stderr
+    native = subprocess.run([str(progs["compute"]), "2", "400"], capture_output=True)
+    assert out1 + r.stdout == native.stdout
+    assert not list(ctx.iterdir())
+    bad = subprocess.run(g.pmkit("wpp", "kill", "--context", str(ctx)), capture_output=True)
+    assert bad.returncode == 2 and b"no program is running" in bad.stderr
+
+
+def test_native_run_ignores_wpp(work, progs):
+    """Without PMKIT_WPP_CONTEXT the same binary runs as a plain program (the baseline)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}
+    r = subprocess.run([str(progs["compute"]), "1", "5"], capture_output=True, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"threads=1")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The WPP golden-output harness: run a program natively, then under WPP with 1-3 power failures
+(SIGPWR) at random times per trial, and require byte-identical stdout, exit status 0, an empty
+context directory and at least one real restore. Used by tests/cli/test_wpp.py (the quick suite)
+and, as a script, by `make crashtest-full`:
+
+    python tests/cli/wppgolden.py --trials 200 [--programs compute,pipe] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SAVED_EXIT = 86  # WPP_EXIT_SAVED (runtime/wpp/wpp.h)
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "tests" / "wpp"
+
+
+@dataclass
+class Program:
+    name: str
+    args: list[str] = field(default_factory=list)
+    libs: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# {out} in an argument is replaced by a file in the trial's scratch directory.
+PROGRAMS = {
+    "compute": Program("compute", ["2", "150"], ["-lm"]),
+    "churn": Program("churn", ["1500"]),
+    "stdio": Program("stdio", ["{out}", "30000"]),
+    "pipe": Program("pipe", ["2000000"]),
+    "sleepenv": Program("sleepenv", ["4"], env={"SLEEPENV_TAG": "golden"}),
+}
+
+
+def pmkit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pmkit", *args]
+
+
+def build(name: str, outdir: Path) -> Path:
+    prog = PROGRAMS[name]
+    exe = outdir / name
+    cmd = pmkit("wpp", "cc", "-O2", "-Wall", str(SOURCES / f"{name}.c"), "-o", str(exe))
+    subprocess.run([*cmd, *prog.libs], check=True, capture_output=True, text=True)
+    return exe
+
+
+@dataclass
+class Trial:
+    ok: bool
+    restores: int
+    failures_sent: int
+    why: str = ""
+
+
+def _argv(exe: Path, prog: Program, scratch: Path) -> list[str]:
+    return [str(exe), *(a.replace("{out}", str(scratch / "out")) for a in prog.args)]
+
+
+def native(exe: Path, name: str, scratch: Path) -> tuple[bytes, float]:
+    """The reference output and run time, without WPP."""
+    prog = PROGRAMS[name]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}
+    env.update(prog.env)
+    t0 = time.monotonic()
+    r = subprocess.run(_argv(exe, prog, scratch), capture_output=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    return r.stdout, time.monotonic() - t0
+
+
+def trial(
+    exe: Path, name: str, want: bytes, runtime: float, scratch: Path, rng: random.Random
+) -> Trial:
+    """One trial: k in 1..3 failures, each at a random point of the remaining run."""
+    prog = PROGRAMS[name]
+    ctx = scratch / "ctx"
+    shutil.rmtree(ctx, ignore_errors=True)
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1", **prog.env)
+    k = rng.randint(1, 3)
+    out, restores, sent, rc, errs = b"", 0, 0, None, b""
+    for _ in range(k + 20):
+        p = subprocess.Popen(
+            _argv(exe, prog, scratch), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        if sent < k:
+            try:
+                p.wait(timeout=rng.uniform(0.05, 0.8) * runtime + 0.02)
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGPWR)
+                sent += 1
+        try:
+            o, e = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            o, e = p.communicate()
+            return Trial(False, restores, sent, f"hung; stderr: {e.decode()[-300:]}")
+        out += o
+        errs += e
+        rc = p.returncode
+        if rc != SAVED_EXIT:
+            break
+        restores += 1
+    left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
+    if rc != 0:
+        return Trial(False, restores, sent, f"exit {rc}; stderr: {errs.decode()[-400:]}")
+    if out != want:
+        return Trial(False, restores, sent, f"stdout differs: {out[-200:]!r} vs {want[-200:]!r}")
+    if left:
+        return Trial(False, restores, sent, f"context not empty: {left}")
+    return Trial(True, restores, sent)
+
+
+def campaign(names: list[str], trials: int, seed: int, workdir: Path, log=print) -> dict:
+    """trials per program; a trial without any restore (the program ended before the failure)
+    is run again, up to 3 times, so each counted trial has at least one real restore."""
+    rng = random.Random(seed)
+    summary = {}
+    for name in names:
+        scratch = workdir / name
+        scratch.mkdir(parents=True, exist_ok=True)
+        exe = build(name, scratch)
+        want, runtime = native(exe, name, scratch)
+        good = restores = failures = 0
+        bad = []
+        for _ in range(trials):
+            for _attempt in range(4):
+                t = trial(exe, name, want, runtime, scratch, rng)
+                if not t.ok or t.restores:
+                    break
+            restores += t.restores
+            failures += t.failures_sent
+            if t.ok and t.restores:
+                good += 1
+            else:
+                bad.append(t.why or "no restore happened")
+        summary[name] = {
+            "trials": trials,
+            "passed": good,
+            "restores": restores,
+            "failures_sent": failures,
+            "native_seconds": round(runtime, 3),
+            "problems": bad[:5],
+        }
+        log(f"{name}: {good}/{trials} trials passed, {restores} restores")
+    return summary
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=50)
+    ap.add_argument("--programs", default=",".join(PROGRAMS))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workdir", type=Path, default=Path("/dev/shm/pmkit-wppgolden"))
+    a = ap.parse_args()
+    names = a.programs.split(",")
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    s = campaign(names, a.trials, a.seed, a.workdir)
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    bad = {n: v for n, v in s.items() if v["passed"] != v["trials"]}
+    for n, v in bad.items():
+        print(f"{n}: {v['problems']}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
