@@ -155,16 +155,109 @@ def campaign(names: list[str], trials: int, seed: int, workdir: Path, log=print)
     return summary
 
 
+# ---- the key-value server ------------------------------------------------------------------
+
+KV = ROOT / "bench" / "kvserver"
+
+
+def build_kv(outdir: Path) -> tuple[Path, Path]:
+    """kvserver under WPP (pmkit wpp cc) and its client (the system compiler, glibc)."""
+    server, client = outdir / "kvserver", outdir / "kvclient"
+    subprocess.run(
+        pmkit("wpp", "cc", "-O2", str(KV / "kvserver.c"), "-o", str(server)),
+        check=True,
+        capture_output=True,
+    )
+    cc = shutil.which("cc") or "gcc"
+    subprocess.run(
+        [cc, "-O2", "-pthread", str(KV / "kvclient.c"), "-o", str(client)],
+        check=True,
+        capture_output=True,
+    )
+    return server, client
+
+
+def kv_trial(
+    server: Path,
+    client: Path,
+    scratch: Path,
+    rng: random.Random,
+    ops: int = 40000,
+    persist: bool = True,
+):
+    """The server under WPP, a client of 4 connections driving it, 1-3 power failures at
+    random times, the server restarted after each. Returns (ok, restores, why): the client
+    must find every acknowledged write, and the server must end cleanly with an empty context.
+    persist=False runs the server without WPP (the control: a restart starts empty)."""
+    import socket
+
+    ctx = scratch / "kvctx"
+    shutil.rmtree(ctx, ignore_errors=True)
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    if not persist:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}
+    stopped = SAVED_EXIT if persist else -signal.SIGPWR
+    log = open(scratch / "kvserver.log", "w")
+    srv = subprocess.Popen(
+        [str(server), "-t", "2"], stdout=subprocess.PIPE, stderr=log, env=env, text=True
+    )
+    port = int(srv.stdout.readline().split()[-1])
+    cli = subprocess.Popen(
+        [str(client), str(port), "-t", "4", "-n", str(ops), "-k", "20000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    restores = 0
+    for _ in range(rng.randint(1, 3)):
+        if cli.poll() is not None:
+            break
+        time.sleep(rng.uniform(0.05, 0.5))
+        srv.send_signal(signal.SIGPWR)
+        srv.wait(timeout=30)
+        if srv.returncode != stopped:
+            return False, restores, f"server exit {srv.returncode} at a failure"
+        restores += 1
+        # (a resumed server ignores its arguments; a fresh one needs the port again)
+        srv = subprocess.Popen([str(server), "-t", "2", "-p", str(port)], stderr=log, env=env)
+    out, err = cli.communicate(timeout=120)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"Q\n")
+        s.recv(16)
+    srv.wait(timeout=30)
+    log.close()
+    left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
+    if cli.returncode != 0:
+        return False, restores, f"client: {out.strip()} {err.strip()}"
+    if srv.returncode != 0 or left:
+        return False, restores, f"server exit {srv.returncode}, context {left}"
+    return True, restores, out.strip()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kv-trials", type=int, default=20, help="key-value server trials")
     ap.add_argument("--workdir", type=Path, default=Path("/dev/shm/pmkit-wppgolden"))
     a = ap.parse_args()
     names = a.programs.split(",")
     shutil.rmtree(a.workdir, ignore_errors=True)
     s = campaign(names, a.trials, a.seed, a.workdir)
+    if a.kv_trials:
+        kvdir = a.workdir / "kv"
+        kvdir.mkdir(parents=True)
+        server, client = build_kv(kvdir)
+        rng = random.Random(a.seed)
+        res = [kv_trial(server, client, kvdir, rng) for _ in range(a.kv_trials)]
+        s["kvserver"] = {
+            "trials": len(res),
+            "passed": sum(ok for ok, _, _ in res),
+            "restores": sum(r for _, r, _ in res),
+            "problems": [w for ok, _, w in res if not ok][:5],
+        }
+        print(f"kvserver: {s['kvserver']['passed']}/{len(res)} trials passed")
     shutil.rmtree(a.workdir, ignore_errors=True)
     bad = {n: v for n, v in s.items() if v["passed"] != v["trials"]}
     for n, v in bad.items():

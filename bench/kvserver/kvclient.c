@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// kvclient.c -- load generator and checker for kvserver.c. Each of T threads
+// owns a key range and sends requests over its own connection, one at a time:
+// a set with probability W%, else a get. It reconnects when the server goes
+// away (a power failure, then the restart) and resends what was not answered.
+// It remembers, for each of its keys, the last value the server acknowledged
+// (a set cut off by a broken connection is sent again until acknowledged);
+// at the end it reads every key back and counts those not holding it:
+// acknowledged writes that were lost. Prints one line of JSON.
+// Usage: kvclient PORT [-t threads] [-n ops per thread] [-k keys per thread]
+//                      [-w write percent] [-d seconds instead of -n]
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int port, nthreads = 4, keys = 2000, wpct = 50;
+static long ops = 20000;
+static double duration;
+
+struct client {
+  int id, fd;
+  uint32_t *acked; /* last acknowledged value number per key; 0 = none */
+  long done, reconnects, lost, checked;
+  char in[4096];
+  size_t have;
+  uint64_t rng;
+};
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void dial(struct client *c) {
+  double t0 = now();
+  for (;;) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      c->fd = fd;
+      c->have = 0;
+      return;
+    }
+    close(fd);
+    if (now() - t0 > 60) {
+      fprintf(stderr, "kvclient: server gone for 60 s\n");
+      exit(1);
+    }
+    usleep(5000);
+  }
+}
+
+/* One request, one answer line; 0 on success, -1 if the connection broke. */
+static int call(struct client *c, const char *req, char *ans, size_t cap) {
+  size_t n = strlen(req);
+  if (send(c->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n)
+    return -1;
+  for (;;) {
+    char *nl = memchr(c->in, '\n', c->have);
+    if (nl) {
+      size_t l = (size_t)(nl - c->in);
+      snprintf(ans, cap, "%.*s", (int)l, c->in);
+      c->have -= l + 1;
+      memmove(c->in, nl + 1, c->have);
+      return 0;
+    }
+    ssize_t r = recv(c->fd, c->in + c->have, sizeof(c->in) - c->have, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    c->have += (size_t)r;
+  }
+}
+
+static void call_retry(struct client *c, const char *req, char *ans,
+                       size_t cap) {
+  while (call(c, req, ans, cap) != 0) {
+    close(c->fd);
+    c->reconnects++;
+    dial(c);
+  }
+}
+
+static uint64_t next(struct client *c) {
+  c->rng ^= c->rng << 13;
+  c->rng ^= c->rng >> 7;
+  c->rng ^= c->rng << 17;
+  return c->rng;
+}
+
+static void *run(void *arg) {
+  struct client *c = arg;
+  char req[128], ans[256];
+  dial(c);
+  double end = duration > 0 ? now() + duration : 0;
+  uint32_t ver = 0;
+  for (long i = 0; end ? now() < end : i < ops; i++) {
+    int k = (int)(next(c) % (uint64_t)keys);
+    if ((int)(next(c) % 100) < wpct) {
+      ver++;
+      snprintf(req, sizeof(req), "S k%d.%d v%u.%d\n", c->id, k, ver, k);
+      while (call(c, req, ans, sizeof(ans)) != 0) {
+        close(c->fd);
+        c->reconnects++;
+        dial(c); /* the set may or may not have been applied: resend */
+      }
+      c->acked[k] = ver;
+    } else {
+      snprintf(req, sizeof(req), "G k%d.%d\n", c->id, k);
+      call_retry(c, req, ans, sizeof(ans));
+    }
+    c->done++;
+  }
+  for (int k = 0; k < keys; k++) {
+    if (!c->acked[k])
+      continue;
+    snprintf(req, sizeof(req), "G k%d.%d\n", c->id, k);
+    call_retry(c, req, ans, sizeof(ans));
+    unsigned v = 0;
+    c->checked++;
+    if (sscanf(ans, "V v%u.", &v) != 1 || v != c->acked[k])
+      c->lost++;
+  }
+  close(c->fd);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  port = atoi(argv[1]);
+  int opt;
+  optind = 2;
+  while ((opt = getopt(argc, argv, "t:n:k:w:d:")) != -1) {
+    if (opt == 't')
+      nthreads = atoi(optarg);
+    else if (opt == 'n')
+      ops = atol(optarg);
+    else if (opt == 'k')
+      keys = atoi(optarg);
+    else if (opt == 'w')
+      wpct = atoi(optarg);
+    else if (opt == 'd')
+      duration = atof(optarg);
+    else
+      return 2;
+  }
+  struct client *cs = calloc((size_t)nthreads, sizeof(*cs));
+  pthread_t *ts = calloc((size_t)nthreads, sizeof(*ts));
+  double t0 = now();
+  for (int i = 0; i < nthreads; i++) {
+    cs[i].id = i;
+    cs[i].acked = calloc((size_t)keys, sizeof(uint32_t));
+    cs[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+    pthread_create(&ts[i], NULL, run, &cs[i]);
+  }
+  long done = 0, rec = 0, lost = 0, checked = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(ts[i], NULL);
+    done += cs[i].done;
+    rec += cs[i].reconnects;
+    lost += cs[i].lost;
+    checked += cs[i].checked;
+  }
+  double secs = now() - t0;
+  printf("{\"ops\": %ld, \"seconds\": %.3f, \"ops_per_sec\": %.0f, "
+         "\"reconnects\": %ld, \"checked\": %ld, \"lost\": %ld}\n",
+         done, secs, (double)done / secs, rec, checked, lost);
+  return lost ? 1 : 0;
+}
