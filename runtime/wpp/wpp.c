@@ -269,7 +269,7 @@ static int new_pid_ns(void) {
   return ok;
 }
 
-static volatile pid_t supervised;
+static int is_term_sig(int sig);
 
 /* The supervisor: the process the user started. It forwards the signals a
  * user sends (SIGPWR above all) to the program and ends as it ends. */
@@ -291,6 +291,7 @@ static _Noreturn void supervise(pid_t child) {
     sigaddset(&s, fwd[i]);
   sigaddset(&s, SIGCHLD);
   __real_pthread_sigmask(SIG_BLOCK, &s, NULL);
+  int last = 0;
   for (;;) {
     siginfo_t si;
     int sig = sigwaitinfo(&s, &si);
@@ -298,6 +299,7 @@ static _Noreturn void supervise(pid_t child) {
       continue;
     if (sig != SIGCHLD) {
       kill(child, sig);
+      last = sig;
       continue;
     }
     int st;
@@ -309,13 +311,17 @@ static _Noreturn void supervise(pid_t child) {
       note("power failure: the program's state is saved in %s; run the "
            "same command again to resume",
            wpp_dir);
-    if (WIFEXITED(st))
-      __real__Exit(WEXITSTATUS(st));
-    signal(WTERMSIG(st), SIG_DFL);
-    sigdelset(&s, WTERMSIG(st));
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    int dead = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (!dead && last && is_term_sig(last) && code == 128 + last)
+      dead = last; /* as_killed: mirror the signal's death */
+    if (!dead)
+      __real__Exit(code);
+    signal(dead, SIG_DFL);
+    sigdelset(&s, dead);
     __real_pthread_sigmask(SIG_SETMASK, &s, NULL);
-    raise(WTERMSIG(st));
-    __real__Exit(128 + WTERMSIG(st));
+    raise(dead);
+    __real__Exit(code);
   }
 }
 
@@ -636,6 +642,37 @@ static int revive_threads(int ns, int *handler) {
   return n;
 }
 
+/* Pid 1 of a namespace ignores every signal whose action is the default,
+ * so a SIGTERM or a ^C would not end the program. Where the program keeps
+ * the default, a handler does what the default would: end the process (the
+ * context stays unsaved, as after any kill); the supervisor then dies of
+ * the same signal. The program never sees this handler. */
+static const int term_sigs[] = {SIGHUP,  SIGINT,  SIGQUIT,
+                                SIGTERM, SIGUSR1, SIGUSR2};
+
+static int is_term_sig(int sig) {
+  for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++)
+    if (term_sigs[i] == sig)
+      return 1;
+  return 0;
+}
+
+static void as_killed(int sig) { sys3(SYS_exit_group, 128 + sig, 0, 0); }
+
+static void term_defaults(void) {
+  struct wpp_hdr *h = wpp_hdr;
+  if (!h->ns)
+    return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = as_killed;
+  for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
+    int sig = term_sigs[i];
+    if (!h->sig[sig].set || h->sig[sig].sa.sa_handler == SIG_DFL)
+      __libc_sigaction(sig, &sa, NULL);
+  }
+}
+
 static void reinstall_signals(void) {
   struct wpp_hdr *h = wpp_hdr;
   for (int s = 1; s < 65; s++)
@@ -712,7 +749,9 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   if (h->cwd[0] && chdir(h->cwd) != 0)
     wpp_warn("cannot return to %s: %s", h->cwd, strerror(errno));
   umask(h->umask);
+  h->ns = ns;
   reinstall_signals();
+  term_defaults();
   install_save_handler();
   wpp_fd_restore(wpp_dir);
   wpp_fd_cleanup(wpp_dir);
@@ -792,6 +831,7 @@ int __wrap_main(int argc, char **argv, char **envp) {
   /* the program's threads never take SIGPWR (blocked above, inherited):
    * the master waits for it */
   install_save_handler();
+  term_defaults();
   __atomic_store_n(&h->state, WPP_RUNNING, __ATOMIC_RELEASE);
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -824,7 +864,17 @@ int __wrap___sigaction(int sig, const struct sigaction *sa,
     }
     return 0;
   }
-  int r = __real___sigaction(sig, sa, old);
+  struct sigaction dfl;
+  const struct sigaction *use = sa;
+  if (sa && h->ns && is_term_sig(sig) && sa->sa_handler == SIG_DFL) {
+    dfl = *sa;
+    dfl.sa_handler = as_killed;
+    dfl.sa_flags &= ~SA_SIGINFO;
+    use = &dfl;
+  }
+  int r = __real___sigaction(sig, use, old);
+  if (r == 0 && old && old->sa_handler == as_killed)
+    old->sa_handler = SIG_DFL;
   if (r == 0 && sa && sig > 0 && sig < 65) {
     h->sig[sig].sa = *sa;
     h->sig[sig].set = 1;

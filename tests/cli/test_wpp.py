@@ -187,6 +187,20 @@ def test_busy_context_is_refused(work, progs):
         p.communicate()
 
 
+def test_sigterm_ends_the_program(work, progs):
+    """SIGTERM still ends a program that keeps its default action (the program runs as pid 1 of
+    its namespace, which would ignore it); that is a kill, not a power failure: nothing saved."""
+    ctx = work / "term"
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    p = subprocess.Popen([str(progs["compute"]), "2", "2000"], stderr=subprocess.PIPE, env=env)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGTERM
+    r = _run(progs["compute"], ctx, "2", "2000", timeout=30)
+    assert r.returncode == 2 and "ended without a save" in r.stderr
+
+
 def test_fork_and_exec_fail_loudly(work):
     src = work / "forker.c"
     src.write_text(
