@@ -9,6 +9,9 @@
 // acknowledged writes that were lost. Prints one line of JSON.
 // Usage: kvclient PORT [-t threads] [-n ops per thread] [-k keys per thread]
 //                      [-w write percent] [-d seconds instead of -n]
+//        kvclient -s "SERVER ARGS" [options]   starts the server itself
+//                      (reading its port from its first line), stops it
+//                      with "Q" at the end: one benchmark run (bench/run.py)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +35,7 @@ struct client {
   int id, fd;
   uint32_t *acked; /* last acknowledged value number per key; 0 = none */
   long done, reconnects, lost, checked;
+  double loop_secs; /* the timed part, before the read-back */
   char in[4096];
   size_t have;
   uint64_t rng;
@@ -108,7 +113,7 @@ static void *run(void *arg) {
   struct client *c = arg;
   char req[128], ans[256];
   dial(c);
-  double end = duration > 0 ? now() + duration : 0;
+  double start = now(), end = duration > 0 ? start + duration : 0;
   uint32_t ver = 0;
   for (long i = 0; end ? now() < end : i < ops; i++) {
     int k = (int)(next(c) % (uint64_t)keys);
@@ -127,6 +132,7 @@ static void *run(void *arg) {
     }
     c->done++;
   }
+  c->loop_secs = now() - start;
   for (int k = 0; k < keys; k++) {
     if (!c->acked[k])
       continue;
@@ -144,11 +150,16 @@ static void *run(void *arg) {
 int main(int argc, char **argv) {
   if (argc < 2)
     return 2;
-  port = atoi(argv[1]);
   int opt;
-  optind = 2;
-  while ((opt = getopt(argc, argv, "t:n:k:w:d:")) != -1) {
-    if (opt == 't')
+  char *spawn = NULL;
+  if (argv[1][0] != '-') {
+    port = atoi(argv[1]);
+    optind = 2;
+  }
+  while ((opt = getopt(argc, argv, "t:n:k:w:d:s:")) != -1) {
+    if (opt == 's')
+      spawn = optarg;
+    else if (opt == 't')
       nthreads = atoi(optarg);
     else if (opt == 'n')
       ops = atol(optarg);
@@ -161,6 +172,34 @@ int main(int argc, char **argv) {
     else
       return 2;
   }
+  pid_t server = 0;
+  if (spawn) {
+    char *sargv[32];
+    int sargc = 0;
+    for (char *tok = strtok(spawn, " "); tok && sargc < 31;
+         tok = strtok(NULL, " "))
+      sargv[sargc++] = tok;
+    sargv[sargc] = NULL;
+    int pfd[2];
+    if (pipe(pfd) != 0)
+      return 2;
+    server = fork();
+    if (server == 0) {
+      dup2(pfd[1], 1);
+      close(pfd[0]);
+      execv(sargv[0], sargv);
+      perror(sargv[0]);
+      _exit(127);
+    }
+    close(pfd[1]);
+    FILE *f = fdopen(pfd[0], "r");
+    char line[128];
+    if (!f || !fgets(line, sizeof(line), f) ||
+        sscanf(line, "listening on %d", &port) != 1) {
+      fprintf(stderr, "kvclient: the server did not start\n");
+      return 1;
+    }
+  }
   struct client *cs = calloc((size_t)nthreads, sizeof(*cs));
   pthread_t *ts = calloc((size_t)nthreads, sizeof(*ts));
   double t0 = now();
@@ -171,16 +210,33 @@ int main(int argc, char **argv) {
     pthread_create(&ts[i], NULL, run, &cs[i]);
   }
   long done = 0, rec = 0, lost = 0, checked = 0;
+  double loop = 0;
   for (int i = 0; i < nthreads; i++) {
     pthread_join(ts[i], NULL);
     done += cs[i].done;
     rec += cs[i].reconnects;
     lost += cs[i].lost;
     checked += cs[i].checked;
+    if (cs[i].loop_secs > loop)
+      loop = cs[i].loop_secs;
   }
   double secs = now() - t0;
+  int server_exit = 0;
+  if (server > 0) {
+    struct client q = {.id = -1};
+    char ans[64];
+    dial(&q);
+    send(q.fd, "Q\n", 2, MSG_NOSIGNAL);
+    (void)recv(q.fd, ans, sizeof(ans), 0);
+    close(q.fd);
+    int st;
+    waitpid(server, &st, 0);
+    server_exit = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  /* throughput over the timed part; seconds include the read-back */
   printf("{\"ops\": %ld, \"seconds\": %.3f, \"ops_per_sec\": %.0f, "
-         "\"reconnects\": %ld, \"checked\": %ld, \"lost\": %ld}\n",
-         done, secs, (double)done / secs, rec, checked, lost);
-  return lost ? 1 : 0;
+         "\"reconnects\": %ld, \"checked\": %ld, \"lost\": %ld, "
+         "\"server_exit\": %d}\n",
+         done, secs, (double)done / loop, rec, checked, lost, server_exit);
+  return lost || server_exit ? 1 : 0;
 }

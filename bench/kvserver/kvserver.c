@@ -209,8 +209,8 @@ static int serve(struct conn *c) {
   size_t olen = 0;
   while ((nl = memchr(start, '\n', (size_t)(end - start)))) {
     *nl = 0;
-    char *cmd = strtok(start, " "), *k = strtok(NULL, " "),
-         *v = strtok(NULL, "");
+    char *save, *cmd = strtok_r(start, " ", &save),
+                *k = strtok_r(NULL, " ", &save), *v = strtok_r(NULL, "", &save);
     char val[MAXLINE];
     if (olen > sizeof(out) - MAXLINE - 8) {
       if (send_all(c->fd, out, olen))

@@ -307,7 +307,8 @@ static _Noreturn void supervise(pid_t child) {
     if (r != child)
       continue;
     unlink(pidfile);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == WPP_EXIT_SAVED)
+    if (WIFEXITED(st) && WEXITSTATUS(st) == WPP_EXIT_SAVED &&
+        !getenv("PMKIT_WPP_QUIET"))
       note("power failure: the program's state is saved in %s; run the "
            "same command again to resume",
            wpp_dir);
