@@ -39,6 +39,8 @@ COLORS = {
     "pmkit-eadr": "#6baed6",
     "glibc": "#7f7f7f",
     "pmdk": "#d95f02",
+    "wpp": "#2ca25f",
+    "native": "#7f7f7f",
     "untraced": "#1f5fa8",
     "traced-off": "#6baed6",
     "traced": "#d95f02",
@@ -166,6 +168,24 @@ def provenance(doc: dict) -> list[str]:
 
 def notes(doc: dict) -> list[str]:
     return ["Notes:", "", *(f"- {n}" for n in doc["notes"]), ""] if doc.get("notes") else []
+
+
+def section_intro(doc: dict, title: str) -> list[str]:
+    """A section's heading, description, provenance, variants and notes."""
+    by_name = {v["name"]: v for v in doc["parameters"]["variants"]}
+    return [
+        f"## {title}",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        "",
+        "Variants:",
+        "",
+        *(f"- `{v}`: {d.get('description', '')}" for v, d in by_name.items()),
+        "",
+        *notes(doc),
+    ]
 
 
 # ---- generic section --------------------------------------------------------------------------
@@ -506,17 +526,7 @@ def section_trace(doc: dict, out: Output) -> list[str]:
 
     fig = figure_trace(doc, out, baseline)
     return [
-        "## trace: tracing overhead",
-        "",
-        doc.get("description", ""),
-        "",
-        *provenance(doc),
-        "",
-        "Variants:",
-        "",
-        *(f"- `{v}`: {by_name[v].get('description', '')}" for v in variants),
-        "",
-        *notes(doc),
+        *section_intro(doc, "trace: tracing overhead"),
         *([*warnings, ""] if warnings else []),
         "### Target",
         "",
@@ -1240,6 +1250,173 @@ def section_ssapp_insns(doc: dict, out: Output) -> list[str]:
 DATED = ("suite", "robust", "clobber", "ssapp")
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
+# ---- wpp ------------------------------------------------------------------------------------
+
+
+def run_field_median(doc: dict, variant: str, config: dict, key: str) -> float | None:
+    """Median over repetitions of any field of the runs' JSON (not only the metric)."""
+    xs = [
+        r["result"][key]
+        for r in doc["runs"]
+        if r["variant"] == variant and r["config"] == config and key in r["result"]
+    ]
+    return statistics.median(xs) if xs else None
+
+
+def machine_line(doc: dict) -> str:
+    sha = doc["commit"].get("sha", "?")[:10]
+    reps = doc["parameters"]["repetitions"]
+    return (
+        f"median of {reps} interleaved runs; {doc['machine'].get('cpu_model', '?')}, commit {sha}"
+    )
+
+
+def figure_ratio_bars(doc, out, name, labels, series, ylabel, title) -> Path:
+    """Grouped bars of ratios: series is [(legend, [ratio per label])]; 1.0 drawn as a line."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(labels) + 2), 4.0))
+    width = 0.8 / max(1, len(series))
+    for i, (legend, ratios) in enumerate(series):
+        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(labels))]
+        ax.bar(xs, [r if r is not None else float("nan") for r in ratios], width, label=legend,
+               color=COLORS.get(legend))  # fmt: skip
+    ax.axhline(1.0, color="#333333", linewidth=0.8)
+    ax.set_xticks(range(len(labels)), labels, rotation=20 if len(labels) > 4 else 0)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=9, frameon=False)
+    fig.text(0.5, 0.005, machine_line(doc), ha="center", va="bottom", fontsize=8, color="#444444")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path = out.figures / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def target_rows(doc: dict) -> list[list[str]]:
+    rows = []
+    for tg in doc.get("targets", []):
+        cfgs = configs_where(doc, tg.get("where", {}))
+        for v in tg["variants"]:
+            ratios = [paired_ratio(doc, v, tg["baseline"], c) for c in cfgs]
+            known = [r for r in ratios if r is not None]
+            met = sum(1 for r in known if r >= tg["min_ratio"])
+            span = f"{fmt_ratio(min(known))} – {fmt_ratio(max(known))}" if known else "n/a"
+            verdict = "**met**" if known and met == len(ratios) else "**missed**"
+            rows.append([tg["text"], v, span, f"{met}/{len(ratios)}", verdict])
+    return rows
+
+
+def section_wpp_macro(doc: dict, out: Output) -> list[str]:
+    """kvserver and wppvacation: throughput natively, under WPP and with PMDK."""
+    p = doc["parameters"]
+    axes = list(p["axes"])
+    variants = variant_names(doc)
+    others = [v for v in variants if v != "native"]
+    rows, labels, series = [], [], {v: [] for v in others}
+    for c in configs_where(doc, {}):
+        row = [str(c[a]) for a in axes]
+        for v in variants:
+            m = median_of(doc, v, c)
+            row.append(fmt_rate(m["median"]) if m else "n/a")
+        wpp_pmdk = paired_ratio(doc, "wpp", "pmdk", c) if "pmdk" in variants else None
+        row += [fmt_ratio(paired_ratio(doc, "wpp", "native", c)), fmt_ratio(wpp_pmdk)]
+        rows.append(row)
+        labels.append(", ".join(f"{a}={c[a]}" for a in axes))
+        for v in others:
+            series[v].append(paired_ratio(doc, v, "native", c))
+    name = doc["benchmark"]
+    fig = figure_ratio_bars(
+        doc, out, name, labels, list(series.items()), "throughput / native",
+        f"{name}: throughput / the same program run natively",
+    )  # fmt: skip
+    unit = p["metric"].get("unit", p["metric"]["field"])
+    return [
+        *section_intro(doc, f"{name}: WPP mode against native and PMDK"),
+        "### Target",
+        "",
+        *table(
+            ["target", "variant", "ratio range", "configurations met", "verdict"],
+            target_rows(doc),
+            "lllrl",
+        ),  # fmt: skip
+        "",
+        f"### Median {unit}",
+        "",
+        "Ratios are medians of the per-repetition ratios of runs made back to back.",
+        "",
+        *table(axes + variants + ["wpp / native", "wpp / pmdk"], rows),
+        "",
+        f"![{name} relative to native]({out.link(fig)})",
+    ]
+
+
+def section_wppmicro(doc: dict, out: Output) -> list[str]:
+    tests = doc["parameters"]["axes"]["test"]
+    rows, speed = [], []
+    for t in tests:
+        c = {"test": t}
+        nat, wpp = median_of(doc, "native", c), median_of(doc, "wpp", c)
+        slow = paired_ratio(doc, "wpp", "native", c)  # time ratio: > 1 is slower
+        rows.append([
+            t,
+            f"{nat['median']:.3g}" if nat else "n/a",
+            f"{wpp['median']:.3g}" if wpp else "n/a",
+            fmt_ratio(slow),
+        ])  # fmt: skip
+        speed.append(1 / slow if slow else None)
+    fig = figure_ratio_bars(
+        doc, out, "wppmicro", tests, [("wpp", speed)], "performance / native (higher is better)",
+        "WPP microbenchmarks (cf. Zhuque Figure 5)",
+    )  # fmt: skip
+    return [
+        *section_intro(doc, "wppmicro: the calls WPP intercepts"),
+        "Median microseconds per iteration, and the time under WPP over the time natively "
+        "(median of paired ratios; above 1 is slower):",
+        "",
+        *table(["test", "native µs", "wpp µs", "wpp / native time"], rows),
+        "",
+        f"![WPP microbenchmarks normalised to native]({out.link(fig)})",
+    ]
+
+
+def section_wpprestart(doc: dict, out: Output) -> list[str]:
+    mibs = doc["parameters"]["axes"]["mib"]
+    rows, cols = [], {"save_ms": [], "restart_ms": [], "restore_ms": []}
+    for n in mibs:
+        c = {"mib": n}
+        vals = {k: run_field_median(doc, "wpp", c, k) for k in (*cols, "heap_mib")}
+        for k in cols:
+            cols[k].append(vals[k])
+        keys = ("heap_mib", "save_ms", "restart_ms", "restore_ms")
+        rows.append([str(n), *(f"{vals[k]:.3g}" if vals[k] is not None else "n/a" for k in keys)])
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for k, label in (("save_ms", "save"), ("restart_ms", "restart (process start to resumed)"),
+                     ("restore_ms", "restore proper (runtime)")):  # fmt: skip
+        ax.plot(mibs, [x if x is not None else float("nan") for x in cols[k]], marker="o",
+                label=label)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("heap held by the program (MiB)")
+    ax.set_ylabel("milliseconds")
+    ax.set_title("WPP save and restart time against state size")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, frameon=False)
+    fig.text(0.5, 0.005, machine_line(doc), ha="center", va="bottom", fontsize=8, color="#444444")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    path = out.figures / "wpprestart.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [
+        *section_intro(doc, "wpprestart: save and restart time against state size"),
+        "Medians:",
+        "",
+        *table(["held MiB", "heap in context (MiB)", "save ms", "restart ms", "restore ms"], rows),
+        "",
+        f"![save and restart time]({out.link(path)})",
+    ]
+
+
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
     "trace": section_trace,
@@ -1250,6 +1427,10 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "clobber": section_clobber,
     "ssapp": section_ssapp,
     "ssapp-insns": section_ssapp_insns,
+    "wppmicro": section_wppmicro,
+    "wpprestart": section_wpprestart,
+    "wppvacation": section_wpp_macro,
+    "kvserver": section_wpp_macro,
 }
 
 

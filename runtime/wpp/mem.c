@@ -5,8 +5,8 @@
  * TLS, the program's own mmap) is carved out of the heap part of the context
  * file, which is mapped MAP_SHARED at a fixed address, so it outlives the
  * process exactly as data in eADR caches outlives a power failure. Entry
- * points: the __wrap_* functions below (the linker routes libc's internal
- * __mmap, __munmap, __mremap, __mprotect and __madvise here as well as the
+ * points: wpp_mmap, wpp_munmap, wpp_mremap, wpp_mprotect and wpp_madvise
+ * (wrap.c routes libc's internal __mmap and friends here as well as the
  * program's mmap) and wpp_mem_map, which maps the file at start and at
  * restore puts back each page's protection from the page map.
  *
@@ -28,13 +28,6 @@
 #include <unistd.h>
 
 #include "wpp.h"
-
-void *__real___mmap(void *, size_t, int, int, int, off_t);
-int __real___munmap(void *, size_t);
-void *__real___mremap(void *, size_t, size_t, int, ...);
-int __real___mprotect(void *, size_t, int);
-int __real___madvise(void *, size_t, int);
-int __wrap___mprotect(void *, size_t, int);
 
 #define HEAP ((char *)(uintptr_t)(WPP_BASE + WPP_HEAP_OFF))
 #define PMAP ((uint8_t *)(uintptr_t)(WPP_BASE + WPP_MAP_OFF))
@@ -123,7 +116,7 @@ void *wpp_alloc(size_t len, int prot) {
   if (page < 0)
     return NULL;
   char *p = HEAP + (uint64_t)page * WPP_PAGE;
-  if (__real___mprotect(p, n * WPP_PAGE, prot) != 0) {
+  if (wpp_real.mprotect(p, n * WPP_PAGE, prot) != 0) {
     /* give it back rather than hand out memory with the wrong protection */
     wpp_lock(&wpp_hdr->lock);
     mark((uint64_t)page, n, -1);
@@ -137,8 +130,8 @@ void *wpp_alloc(size_t len, int prot) {
 
 static void release(char *p, size_t len) {
   uint64_t page = (uint64_t)(p - HEAP) / WPP_PAGE, n = npages_of(len);
-  __real___madvise(p, n * WPP_PAGE, MADV_REMOVE);
-  __real___mprotect(p, n * WPP_PAGE, PROT_NONE);
+  wpp_real.madvise(p, n * WPP_PAGE, MADV_REMOVE);
+  wpp_real.mprotect(p, n * WPP_PAGE, PROT_NONE);
   wpp_lock(&wpp_hdr->lock);
   /* only pages that are live go back: a double munmap must not free twice */
   uint64_t i = 0;
@@ -158,13 +151,12 @@ static void release(char *p, size_t len) {
   wpp_unlock(&wpp_hdr->lock);
 }
 
-void *__wrap___mmap(void *addr, size_t len, int prot, int flags, int fd,
-                    off_t off) {
+void *wpp_mmap(void *addr, size_t len, int prot, int flags, int fd, long off) {
   if (!wpp_on || !(flags & MAP_ANONYMOUS) || len == 0)
-    return __real___mmap(addr, len, prot, flags, fd, off);
+    return wpp_real.mmap(addr, len, prot, flags, fd, off);
   if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
     if (!wpp_in_heap(addr, len) || ((uintptr_t)addr & (WPP_PAGE - 1)))
-      return __real___mmap(addr, len, prot, flags, fd, off);
+      return wpp_real.mmap(addr, len, prot, flags, fd, off);
     /* a fixed mapping inside the heap replaces live pages with zeros */
     uint64_t page = wpp_heap_off(addr) / WPP_PAGE, n = npages_of(len);
     for (uint64_t i = 0; i < n; i++)
@@ -173,8 +165,8 @@ void *__wrap___mmap(void *addr, size_t len, int prot, int flags, int fd,
         return MAP_FAILED;
       }
     mark(page, n, prot);
-    __real___madvise(addr, n * WPP_PAGE, MADV_REMOVE);
-    __real___mprotect(addr, n * WPP_PAGE, prot);
+    wpp_real.madvise(addr, n * WPP_PAGE, MADV_REMOVE);
+    wpp_real.mprotect(addr, n * WPP_PAGE, prot);
     return addr;
   }
   void *p = wpp_alloc(len, prot);
@@ -185,9 +177,9 @@ void *__wrap___mmap(void *addr, size_t len, int prot, int flags, int fd,
   return p;
 }
 
-int __wrap___munmap(void *addr, size_t len) {
+int wpp_munmap(void *addr, size_t len) {
   if (!wpp_on || !wpp_in_heap(addr, len))
-    return __real___munmap(addr, len);
+    return wpp_real.munmap(addr, len);
   if (((uintptr_t)addr & (WPP_PAGE - 1)) || len == 0) {
     errno = EINVAL;
     return -1;
@@ -196,17 +188,10 @@ int __wrap___munmap(void *addr, size_t len) {
   return 0;
 }
 
-void *__wrap___mremap(void *old, size_t oldlen, size_t newlen, int flags, ...) {
-  if (!wpp_on || !wpp_in_heap(old, oldlen)) {
-    void *naddr = NULL;
-    if (flags & MREMAP_FIXED) {
-      __builtin_va_list ap;
-      __builtin_va_start(ap, flags);
-      naddr = __builtin_va_arg(ap, void *);
-      __builtin_va_end(ap);
-    }
-    return __real___mremap(old, oldlen, newlen, flags, naddr);
-  }
+void *wpp_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+                 void *newaddr) {
+  if (!wpp_on || !wpp_in_heap(old, oldlen))
+    return wpp_real.mremap(old, oldlen, newlen, flags, newaddr);
   uint64_t on = npages_of(oldlen), nn = npages_of(newlen);
   if ((flags & MREMAP_FIXED) || newlen == 0) {
     errno = EINVAL;
@@ -229,14 +214,14 @@ void *__wrap___mremap(void *old, size_t oldlen, size_t newlen, int flags, ...) {
   }
   memcpy(p, old, on * WPP_PAGE);
   if (!(prot & PROT_WRITE))
-    __wrap___mprotect(p, nn * WPP_PAGE, prot);
+    wpp_mprotect(p, nn * WPP_PAGE, prot);
   release(old, on * WPP_PAGE);
   return p;
 }
 
-int __wrap___mprotect(void *addr, size_t len, int prot) {
+int wpp_mprotect(void *addr, size_t len, int prot) {
   if (!wpp_on || !wpp_in_heap(addr, len))
-    return __real___mprotect(addr, len, prot);
+    return wpp_real.mprotect(addr, len, prot);
   /* the page map first: a thread stopped between the two resumes into the
    * kernel call, which is idempotent; the other order would restore the
    * old protection under a thread that believes it changed */
@@ -247,7 +232,7 @@ int __wrap___mprotect(void *addr, size_t len, int prot) {
   for (uint64_t i = 0; i < n; i++)
     if (PMAP[page + i])
       PMAP[page + i] = 0x80 | (prot & PROT_BITS);
-  int r = __real___mprotect(addr, len, prot);
+  int r = wpp_real.mprotect(addr, len, prot);
   if (r != 0 && n <= 4096) {
     int e = errno;
     memcpy(PMAP + page, old, n);
@@ -256,26 +241,14 @@ int __wrap___mprotect(void *addr, size_t len, int prot) {
   return r;
 }
 
-int __wrap___madvise(void *addr, size_t len, int advice) {
+int wpp_madvise(void *addr, size_t len, int advice) {
   /* Pages of a shared file mapping are not zeroed by DONTNEED or FREE; the
    * program expects zeros (DONTNEED) or don't-care (FREE): punch them. */
   if (wpp_on && wpp_in_heap(addr, len) &&
       (advice == MADV_DONTNEED || advice == MADV_FREE))
     advice = MADV_REMOVE;
-  return __real___madvise(addr, len, advice);
+  return wpp_real.madvise(addr, len, advice);
 }
-
-/* The program's own calls use the public names. */
-void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
-                  off_t off) __attribute__((alias("__wrap___mmap")));
-int __wrap_munmap(void *addr, size_t len)
-    __attribute__((alias("__wrap___munmap")));
-int __wrap_mprotect(void *addr, size_t len, int prot)
-    __attribute__((alias("__wrap___mprotect")));
-int __wrap_madvise(void *addr, size_t len, int advice)
-    __attribute__((alias("__wrap___madvise")));
-void *__wrap_mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
-    __attribute__((alias("__wrap___mremap")));
 
 /* Map the context file at WPP_BASE. The header and page map are read-write;
  * the heap is PROT_NONE except for the pages the page map says are live,
@@ -283,14 +256,14 @@ void *__wrap_mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
  * there are none. Returns 0 or -errno. */
 int wpp_mem_map(int fd, int fresh) {
   (void)fresh;
-  void *b = __real___mmap((void *)(uintptr_t)WPP_BASE, WPP_HEAP_OFF,
+  void *b = wpp_real.mmap((void *)(uintptr_t)WPP_BASE, WPP_HEAP_OFF,
                           PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
   if (b == MAP_FAILED)
     return -errno;
   if (b != (void *)(uintptr_t)WPP_BASE)
     return -EEXIST; /* an old kernel that ignores MAP_FIXED_NOREPLACE */
-  void *hp = __real___mmap(HEAP, WPP_SIZE - WPP_HEAP_OFF, PROT_NONE,
+  void *hp = wpp_real.mmap(HEAP, WPP_SIZE - WPP_HEAP_OFF, PROT_NONE,
                            MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE, fd,
                            WPP_HEAP_OFF);
   if (hp != HEAP)
@@ -304,7 +277,7 @@ int wpp_mem_map(int fd, int fresh) {
     uint64_t j = i;
     while (j < top && PMAP[j] == PMAP[i])
       j++;
-    if (__real___mprotect(HEAP + i * WPP_PAGE, (j - i) * WPP_PAGE,
+    if (wpp_real.mprotect(HEAP + i * WPP_PAGE, (j - i) * WPP_PAGE,
                           PMAP[i] & PROT_BITS) != 0)
       return -errno;
     i = j;
@@ -318,6 +291,6 @@ int wpp_mem_map(int fd, int fresh) {
 void wpp_block_brk(void) {
   uintptr_t brk0 = (uintptr_t)syscall(SYS_brk, 0);
   brk0 = (brk0 + WPP_PAGE - 1) & ~(uintptr_t)(WPP_PAGE - 1);
-  __real___mmap((void *)brk0, WPP_PAGE, PROT_NONE,
+  wpp_real.mmap((void *)brk0, WPP_PAGE, PROT_NONE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wpp.c -- whole-process persistence: start, save at a power failure, and
- * resume. Entry point: __wrap_main, which the linker puts in front of the
- * program's main (pmkit wpp cc links with --wrap=main). Without
+ * resume. Entry point: wpp_main, which the interception layer (wrap.c) puts in
+ * front of the program's main. Without
  * PMKIT_WPP_CONTEXT in the environment the program runs as if we were not
  * there. With it:
  *
@@ -46,19 +46,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "wpp.h"
-
-int __real_main(int, char **, char **);
-_Noreturn void __real__Exit(int);
-int __real___sigaction(int, const struct sigaction *, struct sigaction *);
-int __real_pthread_sigmask(int, const sigset_t *, sigset_t *);
-int __real___clock_nanosleep(clockid_t, int, const struct timespec *,
-                             struct timespec *);
-void *__real___mmap(void *, size_t, int, int, int, off_t);
 
 /* musl internals (hidden in libc.a, reachable from a static link) */
 extern char __libc[];
@@ -162,7 +155,7 @@ static uint64_t now_ns(clockid_t c) {
 
 static void nap_us(long us) {
   struct timespec t = {us / 1000000, (us % 1000000) * 1000};
-  __real___clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
+  wpp_real.clock_nanosleep(CLOCK_MONOTONIC, 0, &t, NULL);
 }
 
 static uint64_t exe_hash(void) {
@@ -196,7 +189,8 @@ static void check_libc(char **envp) {
   if (*(char **)(t + MUSL_PT_SELF) != t ||
       *wpp_pt_tid(t) != (int)syscall(SYS_gettid) ||
       *(void **)(t + MUSL_PT_ROBUST) != t + MUSL_PT_ROBUST ||
-      *(size_t **)(__libc + MUSL_LIBC_AUXV) != (size_t *)(e + 1))
+      *(size_t **)(__libc + MUSL_LIBC_AUXV) != (size_t *)(e + 1) ||
+      *(int *)((char *)stdout + MUSL_FILE_FD) != 1)
     wpp_die("this libc is not the musl 1.2.3 layout the runtime was built "
             "for; rebuild with pmkit wpp cc on this machine");
 }
@@ -290,7 +284,7 @@ static _Noreturn void supervise(pid_t child) {
   for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
     sigaddset(&s, fwd[i]);
   sigaddset(&s, SIGCHLD);
-  __real_pthread_sigmask(SIG_BLOCK, &s, NULL);
+  wpp_real.sigmask(SIG_BLOCK, &s, NULL);
   int last = 0;
   for (;;) {
     siginfo_t si;
@@ -317,12 +311,12 @@ static _Noreturn void supervise(pid_t child) {
     if (!dead && last && is_term_sig(last) && code == 128 + last)
       dead = last; /* as_killed: mirror the signal's death */
     if (!dead)
-      __real__Exit(code);
+      wpp_real.exit(code);
     signal(dead, SIG_DFL);
     sigdelset(&s, dead);
-    __real_pthread_sigmask(SIG_SETMASK, &s, NULL);
+    wpp_real.sigmask(SIG_SETMASK, &s, NULL);
     raise(dead);
-    __real__Exit(code);
+    wpp_real.exit(code);
   }
 }
 
@@ -372,8 +366,8 @@ static void copy_args(int argc, char **argv, char **envp) {
 static void *main_thread(void *unused) {
   (void)unused;
   struct wpp_hdr *h = wpp_hdr;
-  exit(__real_main(h->argc, (char **)(uintptr_t)h->argv,
-                   (char **)(uintptr_t)h->envp));
+  exit(wpp_real.main(h->argc, (char **)(uintptr_t)h->argv,
+                     (char **)(uintptr_t)h->envp));
 }
 
 static int ctx_path(char *out, size_t cap) {
@@ -407,7 +401,7 @@ static void persist_static_data(int fd) {
       (ssize_t)(hi - lo))
     wpp_die("cannot copy the static data into the context: %s",
             strerror(errno));
-  if (__real___mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+  if (wpp_real.mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_FIXED, fd,
                     (off_t)WPP_DATA_OFF) != (void *)lo)
     wpp_die("cannot map the static data: %s", strerror(errno));
@@ -478,6 +472,16 @@ static void save_all(void) {
   mode_t m = umask(0);
   umask(m);
   h->umask = m;
+  /* interval timers (alarm is one) are per process: what is left of each */
+  for (int i = 0; i < 3; i++) {
+    struct itimerval v;
+    memset(&v, 0, sizeof(v));
+    getitimer(i, &v);
+    h->itimer[i].interval_us =
+        (int64_t)v.it_interval.tv_sec * 1000000 + v.it_interval.tv_usec;
+    h->itimer[i].value_us =
+        (int64_t)v.it_value.tv_sec * 1000000 + v.it_value.tv_usec;
+  }
   h->saved_ns = now_ns(CLOCK_REALTIME);
   __atomic_store_n(&h->state, WPP_SAVED, __ATOMIC_RELEASE);
   sys3(SYS_exit_group, WPP_EXIT_SAVED, 0, 0);
@@ -486,7 +490,7 @@ static void save_all(void) {
 static _Noreturn void master_loop(void) {
   sigset_t all, pwr;
   sigfillset(&all);
-  __real_pthread_sigmask(SIG_SETMASK, &all, NULL);
+  wpp_real.sigmask(SIG_SETMASK, &all, NULL);
   sigemptyset(&pwr);
   sigaddset(&pwr, SIGPWR);
   for (;;) {
@@ -541,7 +545,7 @@ static void run_failure_handler(ucontext_t *uc) {
       sigaddset(&m, s);
   sigaddset(&m, SIGPWR);
   sigdelset(&m, WPP_SIGSAVE);
-  __real_pthread_sigmask(SIG_SETMASK, &m, NULL);
+  wpp_real.sigmask(SIG_SETMASK, &m, NULL);
   if (sa->sa_flags & SA_SIGINFO) {
     siginfo_t si;
     memset(&si, 0, sizeof(si));
@@ -567,6 +571,41 @@ static int revive_entry(void *arg) {
   jump_to(r->uc);
 }
 
+/* A revived thread whose old id could not be given back (no capability over
+ * its pid namespace, or the id taken) gets a new one. musl records the
+ * owner's id in the locks that can be taken again by their owner: mutexes
+ * that are not of the normal type (all on the owner's robust list) and
+ * FILEs held with flockfile (on its stdio_locks list); the std streams are
+ * checked too. Rewrite those of each thread from its old id to its new. It
+ * is a best effort: a thread stopped inside a lock routine holds its old id
+ * in a register and may take the lock under it after the restore. */
+static void own(volatile int *w, int old, int new, int mask) {
+  int v = *w;
+  if ((v & mask) == old)
+    *w = (v & ~mask) | new;
+}
+
+static void rewrite_owners(char *t, int old, int new) {
+  char *head = t + MUSL_PT_ROBUST;
+  int n = 0;
+  for (char *e = *(char **)head; e && e != head && n < 1000000;
+       e = *(char **)e, n++)
+    own((volatile int *)(e - MUSL_MUTEX_NEXT + MUSL_MUTEX_LOCK), old, new,
+        MUSL_MUTEX_TID);
+  char *pending = *(char **)(head + 16);
+  if (pending)
+    own((volatile int *)(pending - MUSL_MUTEX_NEXT + MUSL_MUTEX_LOCK), old, new,
+        MUSL_MUTEX_TID);
+  n = 0;
+  for (char *f = *(char **)(t + MUSL_PT_STDIO_LOCKS); f && n < 100000;
+       f = *(char **)(f + MUSL_FILE_NEXT_LOCKED), n++)
+    own((volatile int *)(f + MUSL_FILE_LOCK), old, new, ~MUSL_FILE_WAITERS);
+  FILE *std[] = {stdin, stdout, stderr};
+  for (int i = 0; i < 3; i++)
+    own((volatile int *)((char *)std[i] + MUSL_FILE_LOCK), old, new,
+        ~MUSL_FILE_WAITERS);
+}
+
 struct clone3_args {
   uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
       tls, set_tid, set_tid_size, cgroup;
@@ -574,12 +613,12 @@ struct clone3_args {
 
 static volatile int revive_go; /* 1: the handler may run; 2: everyone */
 
-static int revive_threads(int ns, int *handler) {
+static int revive_threads(int *handler) {
   char *self = (char *)pthread_self();
   struct wpp_hdr *h = wpp_hdr;
   revive_go = 0;
   *handler = 0;
-  int break_fpu = wpp_broken("fpu");
+  int break_fpu = wpp_broken("fpu"), break_owners = wpp_broken("owners");
   int n = 0, moved = 0;
   char *runner = NULL;
   for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
@@ -591,7 +630,7 @@ static int revive_threads(int ns, int *handler) {
   }
   for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
     size_t ss = t == runner ? (1u << 20) : (64u << 10);
-    char *stk = __real___mmap(NULL, ss, PROT_READ | PROT_WRITE,
+    char *stk = wpp_real.mmap(NULL, ss, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     struct revive *r = (struct revive *)(stk + ss) - 1;
     if (stk == MAP_FAILED)
@@ -619,25 +658,31 @@ static int revive_threads(int ns, int *handler) {
     ca.stack = (uint64_t)(uintptr_t)stk;
     ca.stack_size = (uint64_t)((char *)r - stk) & ~(uint64_t)15;
     ca.tls = (uint64_t)(uintptr_t)t;
-    if (ns) {
+    /* the old id, in the namespace or not: allowed with CAP_CHECKPOINT_RESTORE
+     * over the pid namespace (ours, or root's), and when the id is free */
+    if (!break_owners) {
       ca.set_tid = (uint64_t)(uintptr_t)&old;
       ca.set_tid_size = 1;
     }
     long tid = wpp_clone3(&ca, sizeof(ca), revive_entry, r);
-    if (tid < 0 && ns) {
+    if (tid < 0 && ca.set_tid_size) {
       ca.set_tid = 0;
       ca.set_tid_size = 0;
       tid = wpp_clone3(&ca, sizeof(ca), revive_entry, r);
     }
     if (tid < 0)
       wpp_die("cannot recreate a thread: %s", strerror((int)-tid));
-    moved += tid != old;
+    if (tid != old) {
+      moved++;
+      if (!break_owners)
+        rewrite_owners(t, old, (int)tid);
+    }
     n++;
   }
-  if (moved)
-    wpp_warn("%d thread id(s) changed at the restore: a lock that records "
-             "its owner's id (recursive mutex, stdio) held at the failure "
-             "may not be released",
+  if (moved && !getenv("PMKIT_WPP_QUIET"))
+    wpp_warn("%d thread id(s) could not be kept at the restore; the owners of "
+             "held mutexes and FILE locks were rewritten (best effort: a "
+             "thread stopped inside a lock routine may still use its old id)",
              moved);
   h->threads_restored = (uint64_t)n;
   return n;
@@ -734,13 +779,13 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   wpp_block_brk();
   sigset_t all;
   sigfillset(&all);
-  __real_pthread_sigmask(SIG_SETMASK, &all, NULL);
+  wpp_real.sigmask(SIG_SETMASK, &all, NULL);
   char *self = (char *)pthread_self();
   int mytid = (int)syscall(SYS_gettid);
   /* From here libc's static data is the saved program's: its locks may be
    * held by threads that are not running yet. Only system calls and code
    * that takes no lock until the threads are back. */
-  if (__real___mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
+  if (wpp_real.mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_FIXED, fd,
                     (off_t)WPP_DATA_OFF) != (void *)lo)
     wpp_die("cannot map the static data back: %s", strerror(errno));
@@ -750,6 +795,15 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   if (h->cwd[0] && chdir(h->cwd) != 0)
     wpp_warn("cannot return to %s: %s", h->cwd, strerror(errno));
   umask(h->umask);
+  for (int i = 0; i < 3; i++) {
+    if (!h->itimer[i].value_us)
+      continue;
+    struct itimerval v = {
+        {h->itimer[i].interval_us / 1000000,
+         h->itimer[i].interval_us % 1000000},
+        {h->itimer[i].value_us / 1000000, h->itimer[i].value_us % 1000000}};
+    setitimer(i, &v, NULL);
+  }
   h->ns = ns;
   reinstall_signals();
   term_defaults();
@@ -757,7 +811,7 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   wpp_fd_restore(wpp_dir);
   wpp_fd_cleanup(wpp_dir);
   int handler;
-  revive_threads(ns, &handler);
+  revive_threads(&handler);
   h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
   h->generation++;
   h->ns = ns;
@@ -768,10 +822,10 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   master_loop();
 }
 
-int __wrap_main(int argc, char **argv, char **envp) {
+int wpp_main(int argc, char **argv, char **envp) {
   const char *dir = getenv("PMKIT_WPP_CONTEXT");
   if (!dir || !*dir)
-    return __real_main(argc, argv, envp);
+    return wpp_real.main(argc, argv, envp);
   if (strlen(dir) >= sizeof(wpp_dir) - 64)
     wpp_die("context path too long");
   strcpy(wpp_dir, dir);
@@ -780,8 +834,12 @@ int __wrap_main(int argc, char **argv, char **envp) {
   sigset_t pwr;
   sigemptyset(&pwr);
   sigaddset(&pwr, SIGPWR);
-  __real_pthread_sigmask(SIG_BLOCK, &pwr, NULL);
+  wpp_real.sigmask(SIG_BLOCK, &pwr, NULL);
   no_aslr(argv, envp);
+  if (argc > 0) { /* re-executed through /proc/self/exe: "exe" otherwise */
+    const char *b = strrchr(argv[0], '/');
+    prctl(PR_SET_NAME, b ? b + 1 : argv[0]);
+  }
   check_libc(envp);
   if (mkdir(wpp_dir, 0700) != 0 && errno != EEXIST)
     wpp_die("cannot create the context directory %s: %s", wpp_dir,
@@ -846,10 +904,9 @@ int __wrap_main(int argc, char **argv, char **envp) {
 
 /* ---- the program's view of signals, sleeps and exit ------------------ */
 
-int __wrap___sigaction(int sig, const struct sigaction *sa,
-                       struct sigaction *old) {
+int wpp_sigaction(int sig, const struct sigaction *sa, struct sigaction *old) {
   if (!wpp_on)
-    return __real___sigaction(sig, sa, old);
+    return wpp_real.sigaction(sig, sa, old);
   if (sig == WPP_SIGSAVE) {
     errno = EINVAL; /* reserved for the runtime */
     return -1;
@@ -873,7 +930,7 @@ int __wrap___sigaction(int sig, const struct sigaction *sa,
     dfl.sa_flags &= ~SA_SIGINFO;
     use = &dfl;
   }
-  int r = __real___sigaction(sig, use, old);
+  int r = wpp_real.sigaction(sig, use, old);
   if (r == 0 && old && old->sa_handler == as_killed)
     old->sa_handler = SIG_DFL;
   if (r == 0 && sa && sig > 0 && sig < 65) {
@@ -883,12 +940,9 @@ int __wrap___sigaction(int sig, const struct sigaction *sa,
   return r;
 }
 
-int __wrap_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
-    __attribute__((alias("__wrap___sigaction")));
-
-int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+int wpp_sigmask(int how, const sigset_t *set, sigset_t *old) {
   if (!wpp_on || !set)
-    return __real_pthread_sigmask(how, set, old);
+    return wpp_real.sigmask(how, set, old);
   sigset_t s = *set;
   if (how == SIG_BLOCK || how == SIG_SETMASK)
     sigdelset(&s, WPP_SIGSAVE);
@@ -896,21 +950,21 @@ int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
     sigdelset(&s, SIGPWR);
   if (how == SIG_SETMASK)
     sigaddset(&s, SIGPWR);
-  int r = __real_pthread_sigmask(how, &s, old);
+  int r = wpp_real.sigmask(how, &s, old);
   if (r == 0 && old)
     sigdelset(old, SIGPWR);
   return r;
 }
 
 /* A sleep cut short by a power failure finishes after the restore. */
-int __wrap___clock_nanosleep(clockid_t clk, int flags,
-                             const struct timespec *req, struct timespec *rem) {
+int wpp_clock_nanosleep(int clk, int flags, const struct timespec *req,
+                        struct timespec *rem) {
   if (!wpp_on)
-    return __real___clock_nanosleep(clk, flags, req, rem);
+    return wpp_real.clock_nanosleep(clk, flags, req, rem);
   struct timespec left = *req, r;
   for (;;) {
     uint32_t g = wpp_hdr->generation;
-    int e = __real___clock_nanosleep(clk, flags, &left, &r);
+    int e = wpp_real.clock_nanosleep(clk, flags, &left, &r);
     if (e == EINTR && wpp_hdr->generation != g && !wpp_broken("sleep")) {
       if (!(flags & TIMER_ABSTIME))
         left = r;
@@ -922,11 +976,7 @@ int __wrap___clock_nanosleep(clockid_t clk, int flags,
   }
 }
 
-int __wrap_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
-                           struct timespec *rem)
-    __attribute__((alias("__wrap___clock_nanosleep")));
-
-_Noreturn void __wrap__Exit(int code) {
+_Noreturn void wpp_exit(int code) {
   if (wpp_on) {
     struct wpp_hdr *h = wpp_hdr;
     for (;;) {
@@ -943,53 +993,17 @@ _Noreturn void __wrap__Exit(int code) {
     if (!ctx_path(path, sizeof(path)))
       unlink(path);
   }
-  __real__Exit(code);
+  wpp_real.exit(code);
 }
 
 /* ---- calls WPP cannot honour ------------------------------------------ */
 
 /* A second process would share nothing of the context, and exec would throw
  * the persistent process away: both fail, loudly, and the program goes on. */
-static int unsupported(const char *what) {
+int wpp_unsupported(const char *what) {
   wpp_warn("%s is not supported under whole-process persistence; it fails "
            "with ENOTSUP",
            what);
   errno = ENOTSUP;
   return -1;
-}
-
-pid_t __real_fork(void);
-pid_t __wrap_fork(void) { return wpp_on ? unsupported("fork") : __real_fork(); }
-
-pid_t __real_vfork(void);
-pid_t __wrap_vfork(void) {
-  return wpp_on ? unsupported("vfork") : __real_fork();
-}
-
-int __real_execve(const char *, char *const[], char *const[]);
-int __wrap_execve(const char *path, char *const argv[], char *const envp[]) {
-  return wpp_on ? unsupported("exec") : __real_execve(path, argv, envp);
-}
-
-int __real_posix_spawn(pid_t *, const char *, const void *, const void *,
-                       char *const[], char *const[]);
-int __wrap_posix_spawn(pid_t *pid, const char *path, const void *fa,
-                       const void *at, char *const argv[], char *const envp[]) {
-  if (wpp_on) {
-    unsupported("posix_spawn (and system, popen)");
-    return ENOTSUP;
-  }
-  return __real_posix_spawn(pid, path, fa, at, argv, envp);
-}
-
-int __real_posix_spawnp(pid_t *, const char *, const void *, const void *,
-                        char *const[], char *const[]);
-int __wrap_posix_spawnp(pid_t *pid, const char *file, const void *fa,
-                        const void *at, char *const argv[],
-                        char *const envp[]) {
-  if (wpp_on) {
-    unsupported("posix_spawnp");
-    return ENOTSUP;
-  }
-  return __real_posix_spawnp(pid, file, fa, at, argv, envp);
 }

@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define WPP_HIDDEN __attribute__((visibility("hidden")))
 
@@ -127,6 +128,9 @@ struct wpp_hdr {
   uint64_t argv, envp, auxv; /* copies in the heap */
   int32_t argc;
   uint32_t umask;
+  struct {
+    int64_t interval_us, value_us; /* value_us 0: disarmed */
+  } itimer[3];                     /* ITIMER_REAL, _VIRTUAL, _PROF (alarm) */
   char cwd[4096];
   /* heap allocator */
   volatile int lock;
@@ -164,7 +168,16 @@ struct wpp_tls {
 #define MUSL_PT_CANARY 40
 #define MUSL_PT_TID 48
 #define MUSL_PT_ROBUST 136
-#define MUSL_LIBC_AUXV 8 /* offset of auxv in struct __libc */
+#define MUSL_PT_STDIO_LOCKS 192 /* FILEs this thread holds by flockfile */
+#define MUSL_LIBC_AUXV 8        /* offset of auxv in struct __libc */
+/* struct _IO_FILE and pthread_mutex_t: the owner words that hold a tid */
+#define MUSL_FILE_FD 120
+#define MUSL_FILE_LOCK 140
+#define MUSL_FILE_NEXT_LOCKED 216
+#define MUSL_FILE_WAITERS 0x40000000
+#define MUSL_MUTEX_LOCK 4  /* tid | 0x40000000 (owner died) | 0x80000000 */
+#define MUSL_MUTEX_NEXT 32 /* where a robust-list entry points */
+#define MUSL_MUTEX_TID 0x3fffffff
 
 static inline char *wpp_pt_next(char *t) {
   return *(char **)(t + MUSL_PT_NEXT);
@@ -195,6 +208,43 @@ WPP_HIDDEN void wpp_lock(volatile int *l);
 WPP_HIDDEN void wpp_unlock(volatile int *l);
 WPP_HIDDEN extern char wpp_dir[4096];
 WPP_HIDDEN int wpp_broken(const char *what);
+
+/* The libc functions the core calls when it does not stand in front of a
+ * call: filled by the interception layer (wrap.c for the static --wrap
+ * build; an LD_PRELOAD layer would fill it with dlsym(RTLD_NEXT)). */
+struct wpp_libc {
+  int (*main)(int, char **, char **);
+  void *(*mmap)(void *, size_t, int, int, int, long);
+  int (*munmap)(void *, size_t);
+  void *(*mremap)(void *, size_t, size_t, int, ...);
+  int (*mprotect)(void *, size_t, int);
+  int (*madvise)(void *, size_t, int);
+  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+  int (*sigmask)(int, const sigset_t *, sigset_t *);
+  int (*clock_nanosleep)(int, int, const struct timespec *, struct timespec *);
+  void (*exit)(int) __attribute__((noreturn)); /* _Exit */
+};
+WPP_HIDDEN extern const struct wpp_libc wpp_real;
+
+/* The core's entry points, one per intercepted call (same arguments and
+ * result as the call; each passes through when wpp_on is 0). */
+WPP_HIDDEN int wpp_main(int argc, char **argv, char **envp);
+WPP_HIDDEN void *wpp_mmap(void *addr, size_t len, int prot, int flags, int fd,
+                          long off);
+WPP_HIDDEN int wpp_munmap(void *addr, size_t len);
+WPP_HIDDEN void *wpp_mremap(void *old, size_t oldlen, size_t newlen, int flags,
+                            void *newaddr);
+WPP_HIDDEN int wpp_mprotect(void *addr, size_t len, int prot);
+WPP_HIDDEN int wpp_madvise(void *addr, size_t len, int advice);
+WPP_HIDDEN int wpp_sigaction(int sig, const struct sigaction *sa,
+                             struct sigaction *old);
+WPP_HIDDEN int wpp_sigmask(int how, const sigset_t *set, sigset_t *old);
+WPP_HIDDEN int wpp_clock_nanosleep(int clk, int flags,
+                                   const struct timespec *req,
+                                   struct timespec *rem);
+WPP_HIDDEN _Noreturn void wpp_exit(int code);
+/* A call WPP cannot honour (fork, exec): says so once; -1 with ENOTSUP. */
+WPP_HIDDEN int wpp_unsupported(const char *what);
 
 /* clone3.S: start fn(arg) on a new thread with the given clone_args. */
 WPP_HIDDEN long wpp_clone3(void *args, size_t size, int (*fn)(void *),

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // sleepenv.c -- WPP golden test: a thread that sleeps in steps (nanosleep,
 // usleep, sleep) and checks with CLOCK_MONOTONIC that no step ended early,
-// while main reads an environment variable and the clocks. A failure during
-// a sleep must not cut it short, and getenv/clock_gettime must work after a
-// restore (the environment is the one the program started with).
+// while main reads an environment variable and the clocks, and waits for an
+// alarm set at the start. A failure during a sleep must not cut it short, the
+// alarm must still ring after a restore, and getenv/clock_gettime must work
+// after one (the environment is the one the program started with).
 // Usage: sleepenv [steps]
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,9 @@
 
 static int steps = 6;
 static int early;
+static volatile sig_atomic_t rang;
+
+static void on_alarm(int sig) { rang = sig == SIGALRM; }
 
 static double now(void) {
   struct timespec t;
@@ -49,6 +54,8 @@ int main(int argc, char **argv) {
   const char *v0 = getenv("SLEEPENV_TAG");
   char tag[64];
   snprintf(tag, sizeof(tag), "%s", v0 ? v0 : "(unset)");
+  signal(SIGALRM, on_alarm);
+  alarm(1);
   pthread_t t;
   pthread_create(&t, NULL, sleeper, NULL);
   int reads = 0, same = 0;
@@ -66,7 +73,9 @@ int main(int argc, char **argv) {
     if (pthread_tryjoin_np(t, NULL) == 0)
       break;
   }
-  printf("tag=%s env-stable=%s clock-backwards=%d sleeps-early=%d\n", tag,
-         same == reads ? "yes" : "no", backwards, early);
+  while (!rang)
+    pause();
+  printf("tag=%s env-stable=%s clock-backwards=%d sleeps-early=%d alarm=yes\n",
+         tag, same == reads ? "yes" : "no", backwards, early);
   return 0;
 }

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wrap.c -- the interception layer of the static build: the program and
+ * musl are linked with `ld --wrap=SYM` for each symbol of wraps.txt, so every
+ * reference to SYM, libc's internal ones included (musl's malloc calls
+ * __mmap, pthread_create __mmap and __mprotect, exit _Exit), reaches
+ * __wrap_SYM here, and __real_SYM is the libc function. Each wrapper hands
+ * the call to the runtime's core (wpp.c, mem.c), which knows the real
+ * functions only through the typed table wpp_real. The core therefore does
+ * not depend on how calls are intercepted: an LD_PRELOAD layer for prebuilt
+ * dynamic programs would define the public names instead and fill the same
+ * table with dlsym(RTLD_NEXT).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wpp.h"
+
+int __real_main(int, char **, char **);
+void *__real___mmap(void *, size_t, int, int, int, off_t);
+int __real___munmap(void *, size_t);
+void *__real___mremap(void *, size_t, size_t, int, ...);
+int __real___mprotect(void *, size_t, int);
+int __real___madvise(void *, size_t, int);
+int __real___sigaction(int, const struct sigaction *, struct sigaction *);
+int __real_pthread_sigmask(int, const sigset_t *, sigset_t *);
+int __real___clock_nanosleep(clockid_t, int, const struct timespec *,
+                             struct timespec *);
+_Noreturn void __real__Exit(int);
+pid_t __real_fork(void);
+int __real_execve(const char *, char *const[], char *const[]);
+int __real_posix_spawn(pid_t *, const char *,
+                       const posix_spawn_file_actions_t *,
+                       const posix_spawnattr_t *, char *const[], char *const[]);
+int __real_posix_spawnp(pid_t *, const char *,
+                        const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[],
+                        char *const[]);
+
+const struct wpp_libc wpp_real = {
+    .main = __real_main,
+    .mmap = (void *(*)(void *, size_t, int, int, int, long))__real___mmap,
+    .munmap = __real___munmap,
+    .mremap = __real___mremap,
+    .mprotect = __real___mprotect,
+    .madvise = __real___madvise,
+    .sigaction = __real___sigaction,
+    .sigmask = __real_pthread_sigmask,
+    .clock_nanosleep = (int (*)(int, int, const struct timespec *,
+                                struct timespec *))__real___clock_nanosleep,
+    .exit = __real__Exit,
+};
+
+int __wrap_main(int argc, char **argv, char **envp) {
+  return wpp_main(argc, argv, envp);
+}
+
+/* memory: libc's internal names and the program's public ones */
+void *__wrap___mmap(void *addr, size_t len, int prot, int flags, int fd,
+                    off_t off) {
+  return wpp_mmap(addr, len, prot, flags, fd, (long)off);
+}
+void *__wrap_mmap(void *, size_t, int, int, int, off_t)
+    __attribute__((alias("__wrap___mmap")));
+
+int __wrap___munmap(void *addr, size_t len) { return wpp_munmap(addr, len); }
+int __wrap_munmap(void *, size_t) __attribute__((alias("__wrap___munmap")));
+
+void *__wrap___mremap(void *old, size_t oldlen, size_t newlen, int flags, ...) {
+  void *naddr = NULL;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    naddr = va_arg(ap, void *);
+    va_end(ap);
+  }
+  return wpp_mremap(old, oldlen, newlen, flags, naddr);
+}
+void *__wrap_mremap(void *, size_t, size_t, int, ...)
+    __attribute__((alias("__wrap___mremap")));
+
+int __wrap___mprotect(void *addr, size_t len, int prot) {
+  return wpp_mprotect(addr, len, prot);
+}
+int __wrap_mprotect(void *, size_t, int)
+    __attribute__((alias("__wrap___mprotect")));
+
+int __wrap___madvise(void *addr, size_t len, int advice) {
+  return wpp_madvise(addr, len, advice);
+}
+int __wrap_madvise(void *, size_t, int)
+    __attribute__((alias("__wrap___madvise")));
+
+/* signals (sigaction and signal both reach __sigaction), sleeps, exit */
+int __wrap___sigaction(int sig, const struct sigaction *sa,
+                       struct sigaction *old) {
+  return wpp_sigaction(sig, sa, old);
+}
+int __wrap_sigaction(int, const struct sigaction *, struct sigaction *)
+    __attribute__((alias("__wrap___sigaction")));
+
+int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  return wpp_sigmask(how, set, old);
+}
+
+int __wrap___clock_nanosleep(clockid_t clk, int flags,
+                             const struct timespec *req, struct timespec *rem) {
+  return wpp_clock_nanosleep((int)clk, flags, req, rem);
+}
+int __wrap_clock_nanosleep(clockid_t, int, const struct timespec *,
+                           struct timespec *)
+    __attribute__((alias("__wrap___clock_nanosleep")));
+
+_Noreturn void __wrap__Exit(int code) { wpp_exit(code); }
+
+/* calls WPP cannot honour */
+pid_t __wrap_fork(void) {
+  return wpp_on ? wpp_unsupported("fork") : __real_fork();
+}
+
+pid_t __wrap_vfork(void) {
+  /* a vfork child would run on the wrapper's frame: fork instead */
+  return wpp_on ? wpp_unsupported("vfork") : __real_fork();
+}
+
+int __wrap_execve(const char *path, char *const argv[], char *const envp[]) {
+  return wpp_on ? wpp_unsupported("exec") : __real_execve(path, argv, envp);
+}
+
+int __wrap_posix_spawn(pid_t *pid, const char *path,
+                       const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *at, char *const argv[],
+                       char *const envp[]) {
+  if (wpp_on)
+    return wpp_unsupported("posix_spawn (and system, popen)"), ENOTSUP;
+  return __real_posix_spawn(pid, path, fa, at, argv, envp);
+}
+
+int __wrap_posix_spawnp(pid_t *pid, const char *file,
+                        const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *at, char *const argv[],
+                        char *const envp[]) {
+  if (wpp_on)
+    return wpp_unsupported("posix_spawnp"), ENOTSUP;
+  return __real_posix_spawnp(pid, file, fa, at, argv, envp);
+}
