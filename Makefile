@@ -68,6 +68,7 @@ bench: build
 	$(VENV)/python bench/suite.py --name clobber --suite ds,tx --variants pmdk,hand-adr,hand-eadr,undo-adr,clobber-adr,undo-eadr,clobber-eadr --scale full --repeat 3 --threads 1,2
 	$(VENV)/python bench/suite.py --name ssapp --suite ds,tx,lf --variants volatile,hand-eadr,pmdk,clobber-eadr,ssapp,ssapp-compiler --scale full --repeat 3 --threads 1,2
 	$(VENV)/python bench/ssapp_insns.py
+	$(VENV)/python bench/run.py wppmicro wpprestart wppvacation kvserver
 	$(VENV)/python bench/report.py
 
 # Longer crash campaigns: 20000 random kills of the allocator workload and
