@@ -110,6 +110,7 @@ static void save_pipe(struct wpp_fd *f, int num, uint64_t *used) {
     return;
   }
   f->kind = WPP_FD_PIPE_R;
+  f->pipe_size = fcntl(num, F_GETPIPE_SZ);
   if (ioctl(num, FIONREAD, &avail) != 0 || avail <= 0)
     return;
   if (*used + (uint64_t)avail > WPP_PIPEBUF_MAX) {
@@ -284,12 +285,19 @@ static void rebuild_pipe(struct wpp_fd *f, int i) {
   }
   p[0] = high(p[0]);
   p[1] = high(p[1]);
+  /* as big as it was (F_SETPIPE_SZ), or the saved bytes would not fit */
+  int size = f->pipe_size > (int)f->pipe_len ? f->pipe_size : (int)f->pipe_len;
+  if (size > 0 && fcntl(p[1], F_SETPIPE_SZ, size) < 0 && f->pipe_len)
+    wpp_warn("pipe %d: cannot make it %d bytes again: %s", f->num, size,
+             strerror(errno));
+  fcntl(p[1], F_SETFL, O_NONBLOCK); /* never block the restore */
   if (f->kind == WPP_FD_PIPE_R && f->pipe_len && !wpp_broken("pipes")) {
     const char *buf =
         (const char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF + f->pipe_off);
     if (write(p[1], buf, f->pipe_len) != (ssize_t)f->pipe_len)
       wpp_warn("pipe %d: saved bytes do not fit back", f->num);
   }
+  fcntl(p[1], F_SETFL, 0); /* the status flags are the pipe's, shared */
   /* every descriptor of this pipe (both ends, and their dups) is placed
    * now and marked done so that the loop does not build a second pipe */
   for (uint32_t j = (uint32_t)i; j < h->nfd; j++) {

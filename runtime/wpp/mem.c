@@ -49,6 +49,44 @@ static void mark(uint64_t page, uint64_t n, int prot) {
   memset(PMAP + page, prot < 0 ? 0 : 0x80 | (prot & PROT_BITS), n);
 }
 
+/* The free list again from the page map (every free run below the bump
+ * pointer), keeping the largest runs when there are more than fit. */
+static void rebuild_free_list(void) {
+  struct wpp_hdr *h = wpp_hdr;
+  h->nfree = 0;
+  uint64_t i = 0;
+  while (i < h->bump) {
+    if (PMAP[i]) {
+      i++;
+      continue;
+    }
+    uint64_t j = i;
+    while (j < h->bump && !PMAP[j])
+      j++;
+    if (j == h->bump) {
+      h->bump = i;
+      break;
+    }
+    uint32_t k = h->nfree;
+    if (k == WPP_MAX_FREE) { /* replace the smallest kept run */
+      uint32_t m = 0;
+      for (uint32_t q = 1; q < k; q++)
+        if (h->free[q].npages < h->free[m].npages)
+          m = q;
+      if (h->free[m].npages >= j - i) {
+        i = j;
+        continue;
+      }
+      memmove(&h->free[m], &h->free[m + 1], (k - m - 1) * sizeof(h->free[0]));
+      k = --h->nfree;
+    }
+    h->free[k].page = i;
+    h->free[k].npages = j - i;
+    h->nfree++;
+    i = j;
+  }
+}
+
 /* Free list: sorted by page, no two extents adjacent. Caller holds lock. */
 static void free_insert(uint64_t page, uint64_t n) {
   struct wpp_hdr *h = wpp_hdr;
@@ -73,7 +111,10 @@ static void free_insert(uint64_t page, uint64_t n) {
     h->free[i].page = page;
     h->free[i].npages = n;
     h->nfree++;
-  } /* else: the list is full and the range is leaked (it stays punched) */
+  } else {
+    rebuild_free_list(); /* the list is full: rebuild it from the page map */
+    return;
+  }
   /* the last extent may now touch the bump pointer */
   if (h->nfree &&
       h->free[h->nfree - 1].page + h->free[h->nfree - 1].npages == h->bump) {
@@ -152,8 +193,15 @@ static void release(char *p, size_t len) {
 }
 
 void *wpp_mmap(void *addr, size_t len, int prot, int flags, int fd, long off) {
-  if (!wpp_on || !(flags & MAP_ANONYMOUS) || len == 0)
+  if (!wpp_on || !(flags & MAP_ANONYMOUS) || len == 0) {
+    if (!wpp_on && (flags & MAP_ANONYMOUS))
+      wpp_early_maps++;
     return wpp_real.mmap(addr, len, prot, flags, fd, off);
+  }
+  if (len > WPP_SIZE) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
     if (!wpp_in_heap(addr, len) || ((uintptr_t)addr & (WPP_PAGE - 1)))
       return wpp_real.mmap(addr, len, prot, flags, fd, off);
@@ -206,7 +254,13 @@ void *wpp_mremap(void *old, size_t oldlen, size_t newlen, int flags,
     errno = ENOMEM;
     return MAP_FAILED;
   }
+  if (newlen > WPP_SIZE) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   int prot = PMAP[wpp_heap_off(old) / WPP_PAGE] & PROT_BITS;
+  if (!(prot & PROT_READ)) /* the copy must read it */
+    wpp_real.mprotect(old, on * WPP_PAGE, PROT_READ);
   char *p = wpp_alloc(newlen, prot | PROT_READ | PROT_WRITE);
   if (!p) {
     errno = ENOMEM;

@@ -65,6 +65,7 @@ int __libc_sigaction(int, const struct sigaction *, struct sigaction *);
 struct wpp_hdr *const wpp_hdr = (struct wpp_hdr *)(uintptr_t)WPP_BASE;
 int wpp_on;
 int wpp_ctxfd = -1;
+int wpp_early_maps;
 char wpp_dir[4096];
 static __thread struct wpp_tls wpp_self;
 static struct {
@@ -94,6 +95,16 @@ static void futex(volatile int *addr, int op, int val) {
                      "d"((long)val), "r"(r10)
                    : "rcx", "r11", "memory");
   (void)r;
+}
+
+static long sys4(long n, long a, long b, long c, long d) {
+  register long r10 __asm__("r10") = d;
+  long r;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+                   : "rcx", "r11", "memory");
+  return r;
 }
 
 static void say(const char *kind, const char *fmt, va_list ap) {
@@ -265,6 +276,11 @@ static int new_pid_ns(void) {
 
 static int is_term_sig(int sig);
 
+/* A page shared with the supervisor, at a fixed address below the context,
+ * where as_killed leaves the signal, so that the supervisor dies of it. */
+#define KILLED_PAGE ((volatile int *)(uintptr_t)(WPP_BASE - WPP_PAGE))
+static int killed_page;
+
 /* The supervisor: the process the user started. It forwards the signals a
  * user sends (SIGPWR above all) to the program and ends as it ends. */
 static _Noreturn void supervise(pid_t child) {
@@ -285,7 +301,6 @@ static _Noreturn void supervise(pid_t child) {
     sigaddset(&s, fwd[i]);
   sigaddset(&s, SIGCHLD);
   wpp_real.sigmask(SIG_BLOCK, &s, NULL);
-  int last = 0;
   for (;;) {
     siginfo_t si;
     int sig = sigwaitinfo(&s, &si);
@@ -293,7 +308,6 @@ static _Noreturn void supervise(pid_t child) {
       continue;
     if (sig != SIGCHLD) {
       kill(child, sig);
-      last = sig;
       continue;
     }
     int st;
@@ -308,8 +322,8 @@ static _Noreturn void supervise(pid_t child) {
            wpp_dir);
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     int dead = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    if (!dead && last && is_term_sig(last) && code == 128 + last)
-      dead = last; /* as_killed: mirror the signal's death */
+    if (!dead && killed_page && *KILLED_PAGE && code == 128 + *KILLED_PAGE)
+      dead = *KILLED_PAGE; /* as_killed: mirror the signal's death */
     if (!dead)
       wpp_real.exit(code);
     signal(dead, SIG_DFL);
@@ -435,7 +449,10 @@ static void save_all(void) {
   pid_t pid = getpid();
   uint64_t t0 = now_ns(CLOCK_MONOTONIC);
   enum { MAXT = 4096 };
-  static char *sent[MAXT];
+  static struct {
+    char *t;
+    int tid;
+  } sent[MAXT];
   int nsent = 0;
   for (;;) {
     int pending = 0, total = 0;
@@ -448,16 +465,22 @@ static void save_all(void) {
         continue;
       pending++;
       int seen = 0;
+      /* by address and id: a new thread may reuse a joined one's memory */
       for (int i = 0; i < nsent && !seen; i++)
-        seen = sent[i] == t;
+        seen = sent[i].t == t && sent[i].tid == *wpp_pt_tid(t);
       if (!seen && nsent < MAXT) {
-        sent[nsent++] = t;
+        sent[nsent].t = t;
+        sent[nsent++].tid = *wpp_pt_tid(t);
         sys3(SYS_tgkill, pid, *wpp_pt_tid(t), WPP_SIGSAVE);
       }
     }
     __tl_unlock();
     if (!pending) {
       h->threads_saved = (uint64_t)total;
+      /* the master's own struct may not be in static data (a program with
+       * much TLS): keep its place in the list */
+      h->master_prev = (uint64_t)(uintptr_t) * (char **)(self + MUSL_PT_PREV);
+      h->master_next = (uint64_t)(uintptr_t)wpp_pt_next(self);
       break;
     }
     if (now_ns(CLOCK_MONOTONIC) - t0 > 10000000000ull)
@@ -467,6 +490,10 @@ static void save_all(void) {
     nap_us(50);
   }
   wpp_fd_save();
+  /* every disposition as the kernel has it, libc's own included */
+  for (int sig = 1; sig < 65; sig++)
+    if (sys4(SYS_rt_sigaction, sig, 0, (long)&h->ksig[sig], 8) != 0)
+      memset(&h->ksig[sig], 0, sizeof(h->ksig[sig]));
   if (!getcwd(h->cwd, sizeof(h->cwd)))
     h->cwd[0] = 0;
   mode_t m = umask(0);
@@ -493,10 +520,17 @@ static _Noreturn void master_loop(void) {
   wpp_real.sigmask(SIG_SETMASK, &all, NULL);
   sigemptyset(&pwr);
   sigaddset(&pwr, SIGPWR);
+  char *self = (char *)pthread_self();
+  struct timespec tick = {0, 100000000};
   for (;;) {
-    int sig = sigwaitinfo(&pwr, NULL);
+    int sig = sigtimedwait(&pwr, NULL, &tick);
     if (sig == SIGPWR)
       save_all();
+    /* every thread of the program has ended (pthread_exit from main and
+     * the rest): musl would exit(0) in the last one, but the master is
+     * still on its list */
+    if (wpp_pt_next(self) == self)
+      exit(0);
   }
 }
 
@@ -544,7 +578,7 @@ static void run_failure_handler(ucontext_t *uc) {
     if (sigismember(&sa->sa_mask, s))
       sigaddset(&m, s);
   sigaddset(&m, SIGPWR);
-  sigdelset(&m, WPP_SIGSAVE);
+  sigaddset(&m, WPP_SIGSAVE); /* no save while the others wait for it */
   wpp_real.sigmask(SIG_SETMASK, &m, NULL);
   if (sa->sa_flags & SA_SIGINFO) {
     siginfo_t si;
@@ -621,7 +655,13 @@ static int revive_threads(int *handler) {
   int break_fpu = wpp_broken("fpu"), break_owners = wpp_broken("owners");
   int n = 0, moved = 0;
   char *runner = NULL;
+  int count = 0;
   for (char *t = wpp_pt_next(self); t != self; t = wpp_pt_next(t)) {
+    int in_data = (uintptr_t)t >= h->data_addr &&
+                  (uintptr_t)t < h->data_addr + h->data_len;
+    if ((!in_data && !wpp_in_heap(t, 256)) || ++count > 100000 ||
+        !wpp_in_heap(tls_of(t)->uc, sizeof(ucontext_t)))
+      wpp_die("the saved thread list is damaged (corrupt context)");
     if (tls_of(t)->gen != h->generation + 1)
       wpp_die("thread %p was not saved; the context cannot be resumed",
               (void *)t);
@@ -693,8 +733,14 @@ static int revive_threads(int *handler) {
  * the default, a handler does what the default would: end the process (the
  * context stays unsaved, as after any kill); the supervisor then dies of
  * the same signal. The program never sees this handler. */
-static const int term_sigs[] = {SIGHUP,  SIGINT,  SIGQUIT,
-                                SIGTERM, SIGUSR1, SIGUSR2};
+static const int term_sigs[] = {
+    SIGHUP,  SIGINT,    SIGQUIT, SIGABRT, SIGUSR1,   SIGUSR2, SIGPIPE, SIGALRM,
+    SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   35,
+    36,      37,        38,      39,      40,        41,      42,      43,
+    44,      45,        46,      47,      48,        49,      50,      51,
+    52,      53,        54,      55,      56,        57,      58,      59,
+    60,      61,        62,      63}; /* real-time signals: from 35 (musl keeps
+                                         32-34) to SIGSAVE */
 
 static int is_term_sig(int sig) {
   for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++)
@@ -703,27 +749,30 @@ static int is_term_sig(int sig) {
   return 0;
 }
 
-static void as_killed(int sig) { sys3(SYS_exit_group, 128 + sig, 0, 0); }
+static void as_killed(int sig) {
+  if (killed_page)
+    *KILLED_PAGE = sig;
+  sys3(SYS_exit_group, 128 + sig, 0, 0);
+}
 
 static void term_defaults(void) {
-  struct wpp_hdr *h = wpp_hdr;
-  if (!h->ns)
+  if (!wpp_hdr->ns)
     return;
-  struct sigaction sa;
+  struct sigaction sa, cur;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = as_killed;
-  for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++) {
-    int sig = term_sigs[i];
-    if (!h->sig[sig].set || h->sig[sig].sa.sa_handler == SIG_DFL)
-      __libc_sigaction(sig, &sa, NULL);
-  }
+  for (size_t i = 0; i < sizeof(term_sigs) / sizeof(term_sigs[0]); i++)
+    if (__libc_sigaction(term_sigs[i], NULL, &cur) == 0 &&
+        cur.sa_handler == SIG_DFL)
+      __libc_sigaction(term_sigs[i], &sa, NULL);
 }
 
 static void reinstall_signals(void) {
   struct wpp_hdr *h = wpp_hdr;
   for (int s = 1; s < 65; s++)
-    if (h->sig[s].set && s != WPP_SIGSAVE && s != SIGPWR)
-      __libc_sigaction(s, &h->sig[s].sa, NULL);
+    if (s != SIGKILL && s != SIGSTOP && s != WPP_SIGSAVE && s != SIGPWR &&
+        h->ksig[s].handler)
+      sys4(SYS_rt_sigaction, s, (long)&h->ksig[s], 0, 8);
 }
 
 static const char *state_name(int s) {
@@ -742,6 +791,26 @@ static const char *state_name(int s) {
   }
 }
 
+/* The tables a restore reads, within their bounds (a corrupt context must
+ * fail here, not index out of them). */
+static void check_tables(const char *path) {
+  struct wpp_hdr *h = wpp_hdr;
+  int bad = h->nfd > WPP_MAX_FD || h->nepoll > WPP_MAX_EPOLL ||
+            h->nfree > WPP_MAX_FREE || h->bump > WPP_HEAP_PAGES ||
+            !h->master_prev || !h->master_next;
+  for (uint32_t i = 0; !bad && i < h->nfd; i++) {
+    struct wpp_fd *f = &h->fd[i];
+    bad = f->num < 0 || f->num >= 65536 ||
+          memchr(f->path, 0, sizeof(f->path)) == NULL ||
+          f->addrlen > sizeof(f->addr) ||
+          f->pipe_off + f->pipe_len > WPP_PIPEBUF_MAX;
+  }
+  for (uint32_t i = 0; !bad && i < h->nepoll; i++)
+    bad = h->epoll[i].epfd < 0 || h->epoll[i].fd < 0;
+  if (bad)
+    wpp_die("%s: its tables are out of bounds (corrupt)", path);
+}
+
 static _Noreturn void restore(int fd, int ns, const char *path) {
   struct wpp_hdr hd;
   uint64_t t0 = now_ns(CLOCK_MONOTONIC);
@@ -754,8 +823,9 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
     wpp_die("%s has layout %u; this runtime reads %u", path, hd.version,
             WPP_VERSION);
   if (hd.state != WPP_SAVED)
-    wpp_die("%s cannot be resumed: %s; remove it to start afresh", path,
-            state_name(hd.state));
+    wpp_die("%s cannot be resumed: %s; start afresh with pmkit wpp run "
+            "--fresh, or remove %s",
+            path, state_name(hd.state), wpp_dir);
   if (hd.exe_hash != exe_hash())
     wpp_die("%s was saved by another executable; run that one, or remove "
             "the context to start afresh",
@@ -773,9 +843,13 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
     wpp_warn("no pid namespace this time: thread ids will change");
   if (!getenv("PMKIT_WPP_QUIET"))
     note("resuming from %s (restore %u)", wpp_dir, hd.generation + 1);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != WPP_SIZE)
+    wpp_die("%s is truncated (corrupt)", path);
   int r = wpp_mem_map(fd, 0);
   if (r)
     wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
+  check_tables(path);
   wpp_block_brk();
   sigset_t all;
   sigfillset(&all);
@@ -790,6 +864,15 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
                     (off_t)WPP_DATA_OFF) != (void *)lo)
     wpp_die("cannot map the static data back: %s", strerror(errno));
   *wpp_pt_tid(self) = mytid;
+  /* put the master (perhaps at another address) back into the list */
+  char *mp = (char *)(uintptr_t)wpp_hdr->master_prev,
+       *mn = (char *)(uintptr_t)wpp_hdr->master_next;
+  if (!mp || !mn)
+    wpp_die("%s: the thread list is missing (corrupt)", path);
+  *(char **)(self + MUSL_PT_PREV) = mp;
+  *(char **)(self + MUSL_PT_NEXT) = mn;
+  *(char **)(mp + MUSL_PT_NEXT) = self;
+  *(char **)(mn + MUSL_PT_PREV) = self;
   wpp_ctxfd = fd;
   struct wpp_hdr *h = wpp_hdr;
   if (h->cwd[0] && chdir(h->cwd) != 0)
@@ -809,7 +892,6 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   term_defaults();
   install_save_handler();
   wpp_fd_restore(wpp_dir);
-  wpp_fd_cleanup(wpp_dir);
   int handler;
   revive_threads(&handler);
   h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
@@ -819,6 +901,11 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   /* the failure handler first, alone; then everyone */
   __atomic_store_n(&revive_go, handler ? 1 : 2, __ATOMIC_RELEASE);
   futex(&revive_go, FUTEX_WAKE_PRIVATE, 1 << 30);
+  /* a power failure during the failure handler waits until it is done */
+  while (__atomic_load_n(&revive_go, __ATOMIC_ACQUIRE) != 2)
+    futex(&revive_go, FUTEX_WAIT_PRIVATE, 1);
+  /* the links kept the files alive until the restore could not fail */
+  wpp_fd_cleanup(wpp_dir);
   master_loop();
 }
 
@@ -844,12 +931,31 @@ int wpp_main(int argc, char **argv, char **envp) {
   if (mkdir(wpp_dir, 0700) != 0 && errno != EEXIST)
     wpp_die("cannot create the context directory %s: %s", wpp_dir,
             strerror(errno));
+  /* a context decides where every thread jumps: only the user's own */
+  struct stat ds;
+  if (lstat(wpp_dir, &ds) != 0 || !S_ISDIR(ds.st_mode) ||
+      ds.st_uid != geteuid() || (ds.st_mode & 022))
+    wpp_die("%s is not a directory of yours that only you can write; "
+            "refusing to use it as a context",
+            wpp_dir);
+  killed_page =
+      wpp_real.mmap((void *)KILLED_PAGE, WPP_PAGE, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+                    0) == (void *)KILLED_PAGE;
   int ns = new_pid_ns();
   pid_t c = fork();
   if (c < 0)
     wpp_die("fork: %s", strerror(errno));
   if (c > 0)
     supervise(c);
+  /* Memory a constructor allocated before main is outside the context and
+   * would not survive; refuse rather than resume without it. (Without
+   * address randomisation the break starts right after static data.) */
+  uintptr_t lo0, hi0;
+  rw_segment(&lo0, &hi0);
+  if (wpp_early_maps || (uintptr_t)syscall(SYS_brk, 0) > hi0 + WPP_PAGE)
+    wpp_die("memory was allocated before main (by a constructor?); WPP "
+            "cannot make it persistent");
   /* the program's process; pid 1 of its namespace when ns */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   char path[4200];
@@ -922,21 +1028,21 @@ int wpp_sigaction(int sig, const struct sigaction *sa, struct sigaction *old) {
     }
     return 0;
   }
-  struct sigaction dfl;
+  struct sigaction mine;
   const struct sigaction *use = sa;
-  if (sa && h->ns && is_term_sig(sig) && sa->sa_handler == SIG_DFL) {
-    dfl = *sa;
-    dfl.sa_handler = as_killed;
-    dfl.sa_flags &= ~SA_SIGINFO;
-    use = &dfl;
+  if (sa) {
+    /* the save signal must reach a thread running any handler */
+    mine = *sa;
+    sigdelset(&mine.sa_mask, WPP_SIGSAVE);
+    if (h->ns && is_term_sig(sig) && sa->sa_handler == SIG_DFL) {
+      mine.sa_handler = as_killed;
+      mine.sa_flags &= ~SA_SIGINFO;
+    }
+    use = &mine;
   }
   int r = wpp_real.sigaction(sig, use, old);
   if (r == 0 && old && old->sa_handler == as_killed)
     old->sa_handler = SIG_DFL;
-  if (r == 0 && sa && sig > 0 && sig < 65) {
-    h->sig[sig].sa = *sa;
-    h->sig[sig].set = 1;
-  }
   return r;
 }
 

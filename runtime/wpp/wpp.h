@@ -89,6 +89,8 @@ struct wpp_fd {
   uint32_t addrlen;
   uint32_t pipe_len; /* saved unread bytes, read ends */
   uint64_t pipe_off; /* where those bytes are, from WPP_PIPEBUF_OFF */
+  int32_t pipe_size; /* F_GETPIPE_SZ */
+  int32_t pad3;
   uint8_t addr[112]; /* bound address, listening sockets */
   int32_t reuse;     /* SO_REUSEADDR */
   int32_t pad;
@@ -101,10 +103,11 @@ struct wpp_epoll_reg {
   uint64_t data;
 };
 
-struct wpp_sigrec {
-  uint8_t set; /* the program installed a disposition */
-  uint8_t pad[7];
-  struct sigaction sa;
+/* A signal's disposition as the kernel holds it (rt_sigaction's struct),
+ * read at a save: the program's and libc's own (musl's cancellation
+ * handler) alike. */
+struct wpp_ksig {
+  uint64_t handler, flags, restorer, mask;
 };
 
 struct wpp_extent {
@@ -138,8 +141,9 @@ struct wpp_hdr {
   uint64_t bump; /* first never-used heap page */
   struct wpp_extent free[WPP_MAX_FREE];
   /* kernel state */
-  struct wpp_sigrec sig[65];
-  struct sigaction onfail; /* the program's SIGPWR disposition */
+  struct wpp_ksig ksig[65];
+  uint64_t master_prev, master_next; /* the thread list around the master */
+  struct sigaction onfail;           /* the program's SIGPWR disposition */
   int32_t onfail_set;
   uint32_t nepoll;
   uint32_t nfd;
@@ -187,6 +191,8 @@ static inline int *wpp_pt_tid(char *t) { return (int *)(t + MUSL_PT_TID); }
 WPP_HIDDEN extern struct wpp_hdr *const wpp_hdr;
 WPP_HIDDEN extern int wpp_on; /* this process runs under WPP */
 WPP_HIDDEN extern int wpp_ctxfd;
+/* anonymous mappings made before the runtime took over (constructors) */
+WPP_HIDDEN extern int wpp_early_maps;
 
 /* mem.c */
 WPP_HIDDEN int wpp_mem_map(int fd, int fresh);

@@ -194,6 +194,27 @@ def test_busy_context_is_refused(work, progs):
         p.communicate()
 
 
+@pytest.mark.parametrize("mode", ["tls", "cancel", "exitmain", "pipe", "sigpipe"])
+def test_edges(work, mode):
+    """Cases a review found broken (tests/wpp/edges.c): power-failed once in the middle, the
+    resumed program ends as the native one does, with the same output."""
+    d = work / "edges"
+    d.mkdir(exist_ok=True)
+    exe = d / "edges"
+    if not exe.exists():
+        subprocess.run(g.pmkit("wpp", "cc", str(g.SOURCES / "edges.c"), "-o", str(exe)), check=True)
+    native = subprocess.run([str(exe), mode], capture_output=True, timeout=30)
+    ctx = d / f"ctx-{mode}"
+    _saved_context(exe, ctx, mode)
+    r = _run(exe, ctx, mode, timeout=30)
+    assert (r.returncode, r.stdout) == (native.returncode, native.stdout.decode()), r.stderr
+    if native.returncode >= 0:
+        assert not list(ctx.iterdir())
+    else:  # killed by a signal, like a kill: the context is not resumable
+        again = _run(exe, ctx, mode, timeout=30)
+        assert again.returncode == 2 and "ended without a save" in again.stderr
+
+
 def test_sigterm_ends_the_program(work, progs):
     """SIGTERM still ends a program that keeps its default action (the program runs as pid 1 of
     its namespace, which would ignore it); that is a kill, not a power failure: nothing saved."""
