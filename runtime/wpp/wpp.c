@@ -1047,8 +1047,14 @@ int wpp_sigaction(int sig, const struct sigaction *sa, struct sigaction *old) {
 }
 
 int wpp_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  if (!wpp_on || !set)
+  if (!wpp_on)
     return wpp_real.sigmask(how, set, old);
+  if (!set) { /* a query: the runtime's SIGPWR block is not the program's */
+    int r = wpp_real.sigmask(how, NULL, old);
+    if (r == 0 && old)
+      sigdelset(old, SIGPWR);
+    return r;
+  }
   sigset_t s = *set;
   if (how == SIG_BLOCK || how == SIG_SETMASK)
     sigdelset(&s, WPP_SIGSAVE);
