@@ -57,6 +57,16 @@ static uint64_t hash_of(const char *s) {
   return h;
 }
 
+/* Hash key k, find its bucket and take the bucket's stripe lock; returns
+ * the lock, to release when done. */
+static pthread_mutex_t *lock_bucket(const char *k, uint64_t *h, size_t *b) {
+  *h = hash_of(k);
+  *b = *h & (NBUCKETS - 1);
+  pthread_mutex_t *m = &stripes[*b % nstripes];
+  pthread_mutex_lock(m);
+  return m;
+}
+
 #ifdef KV_PMDK
 #include <libpmemobj.h>
 
@@ -93,10 +103,9 @@ static void pmdk_open(const char *path) {
 }
 
 static void put(const char *k, const char *v) {
-  uint64_t h = hash_of(k);
-  size_t b = h & (NBUCKETS - 1);
-  pthread_mutex_t *m = &stripes[b % nstripes];
-  pthread_mutex_lock(m);
+  uint64_t h;
+  size_t b;
+  pthread_mutex_t *m = lock_bucket(k, &h, &b);
   TX_BEGIN(pop) {
     struct pnode *n = NULL;
     for (PMEMoid o = pbuckets[b]; !OID_IS_NULL(o);) {
@@ -126,11 +135,10 @@ static void put(const char *k, const char *v) {
 }
 
 static int get(const char *k, char *out, size_t cap) {
-  uint64_t h = hash_of(k);
-  size_t b = h & (NBUCKETS - 1);
-  pthread_mutex_t *m = &stripes[b % nstripes];
+  uint64_t h;
+  size_t b;
   int found = 0;
-  pthread_mutex_lock(m);
+  pthread_mutex_t *m = lock_bucket(k, &h, &b);
   for (PMEMoid o = pbuckets[b]; !OID_IS_NULL(o);) {
     struct pnode *n = pmemobj_direct(o);
     if (n->hash == h && !strcmp(n->key, k)) {
@@ -146,11 +154,10 @@ static int get(const char *k, char *out, size_t cap) {
 #else
 
 static void put(const char *k, const char *v) {
-  uint64_t h = hash_of(k);
-  size_t b = h & (NBUCKETS - 1);
-  pthread_mutex_t *m = &stripes[b % nstripes];
+  uint64_t h;
+  size_t b;
   char *nv = strdup(v);
-  pthread_mutex_lock(m);
+  pthread_mutex_t *m = lock_bucket(k, &h, &b);
   for (struct node *n = table[b]; n; n = n->next)
     if (n->hash == h && !strcmp(n->key, k)) {
       char *old = n->val;
@@ -173,11 +180,10 @@ static void put(const char *k, const char *v) {
 
 /* Copies the value into out (cap bytes); 0 if absent. */
 static int get(const char *k, char *out, size_t cap) {
-  uint64_t h = hash_of(k);
-  size_t b = h & (NBUCKETS - 1);
-  pthread_mutex_t *m = &stripes[b % nstripes];
+  uint64_t h;
+  size_t b;
   int found = 0;
-  pthread_mutex_lock(m);
+  pthread_mutex_t *m = lock_bucket(k, &h, &b);
   for (struct node *n = table[b]; n; n = n->next)
     if (n->hash == h && !strcmp(n->key, k)) {
       snprintf(out, cap, "%s", n->val);

@@ -308,8 +308,7 @@ int wpp_madvise(void *addr, size_t len, int advice) {
  * the heap is PROT_NONE except for the pages the page map says are live,
  * which get their recorded protection back (restore) -- on a fresh file
  * there are none. Returns 0 or -errno. */
-int wpp_mem_map(int fd, int fresh) {
-  (void)fresh;
+int wpp_mem_map(int fd) {
   void *b = wpp_real.mmap((void *)(uintptr_t)WPP_BASE, WPP_HEAP_OFF,
                           PROT_READ | PROT_WRITE,
                           MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);

@@ -846,7 +846,7 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   struct stat st;
   if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != WPP_SIZE)
     wpp_die("%s is truncated (corrupt)", path);
-  int r = wpp_mem_map(fd, 0);
+  int r = wpp_mem_map(fd);
   if (r)
     wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
   check_tables(path);
@@ -896,7 +896,6 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   revive_threads(&handler);
   h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
   h->generation++;
-  h->ns = ns;
   __atomic_store_n(&h->state, WPP_RUNNING, __ATOMIC_RELEASE);
   /* the failure handler first, alone; then everyone */
   __atomic_store_n(&revive_go, handler ? 1 : 2, __ATOMIC_RELEASE);
@@ -977,7 +976,7 @@ int wpp_main(int argc, char **argv, char **envp) {
   flock(fd, LOCK_EX | LOCK_NB);
   if (ftruncate(fd, (off_t)WPP_SIZE) != 0)
     wpp_die("cannot size %s: %s", path, strerror(errno));
-  int r = wpp_mem_map(fd, 1);
+  int r = wpp_mem_map(fd);
   if (r)
     wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
   struct wpp_hdr *h = wpp_hdr;

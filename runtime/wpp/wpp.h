@@ -74,7 +74,6 @@ enum wpp_fd_kind {
 #define WPP_MAX_FD 256
 #define WPP_MAX_FREE 8192
 #define WPP_MAX_EPOLL 512
-#define WPP_PIPE_MAX 65536
 
 struct wpp_fd {
   int32_t num; /* the descriptor number */
@@ -195,7 +194,7 @@ WPP_HIDDEN extern int wpp_ctxfd;
 WPP_HIDDEN extern int wpp_early_maps;
 
 /* mem.c */
-WPP_HIDDEN int wpp_mem_map(int fd, int fresh);
+WPP_HIDDEN int wpp_mem_map(int fd);
 WPP_HIDDEN void wpp_block_brk(void);
 WPP_HIDDEN void *wpp_alloc(size_t len, int prot);
 WPP_HIDDEN int wpp_in_heap(const void *p, size_t len);
