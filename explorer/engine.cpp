@@ -123,6 +123,12 @@ const char *kindName(uint8_t k) {
     return "pool open";
   case PMKIT_EV_POOL_CLOSE:
     return "pool close";
+  case PMKIT_EV_ACQUIRE:
+    return "acquire";
+  case PMKIT_EV_RELEASE:
+    return "release";
+  case PMKIT_EV_SEQPOINT:
+    return "sequence point";
   }
   return "?";
 }

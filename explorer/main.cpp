@@ -247,8 +247,9 @@ void record(const std::vector<std::string> &prog, const std::string &trace,
 
 void dumpTrace(const Trace &T) {
   static const char *kinds[] = {
-      "?",     "store", "ntstore",    "rmw",      "memset",    "flush",
-      "fence", "load",  "mark-begin", "mark-end", "pool-open", "pool-close"};
+      "?",         "store",      "ntstore", "rmw",        "memset",
+      "flush",     "fence",      "load",    "mark-begin", "mark-end",
+      "pool-open", "pool-close", "acquire", "release",    "seqpoint"};
   for (const Pool &p : T.pools)
     printf("pool %u %s base %#llx size %llu\n", p.id, p.path.c_str(),
            (unsigned long long)p.base, (unsigned long long)p.size);
@@ -263,7 +264,16 @@ void dumpTrace(const Trace &T) {
       what = T.markText((uint32_t)e.arg);
     else if (e.kind == PMKIT_EV_FLUSH || e.kind == PMKIT_EV_FENCE)
       what = "kind=" + std::to_string(e.aux);
-    else if (e.writes() || e.kind == PMKIT_EV_LOAD)
+    else if (e.kind == PMKIT_EV_ACQUIRE || e.kind == PMKIT_EV_RELEASE ||
+             e.kind == PMKIT_EV_SEQPOINT) {
+      char a[32];
+      snprintf(a, sizeof a, "%#llx", (unsigned long long)e.addr);
+      if (!p && e.addr)
+        where = a;
+      what = (e.aux & PMKIT_SYNC_VOLATILE) ? "volatile" : "persistent";
+      if (e.kind != PMKIT_EV_SEQPOINT)
+        what += " val=" + std::to_string(e.arg);
+    } else if (e.writes() || e.kind == PMKIT_EV_LOAD)
       what = "len=" + std::to_string(e.length()) +
              (e.size ? " val=" + std::to_string(e.arg) : "");
     printf("%zu t%u %s %s %s %s\n", i, e.tid, kinds[e.kind], where.c_str(),

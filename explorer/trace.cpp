@@ -6,7 +6,9 @@
 // are referenced in place. Every inconsistency is an Error naming the byte
 // offset, so a truncated or foreign file never crashes the explorer.
 
-#include "explorer.h"
+#include "trace.h"
+
+#include <sys/types.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -75,9 +77,10 @@ Trace::Trace(const std::string &path) {
   memcpy(&h, d, sizeof h);
   if (memcmp(h.magic, PMKIT_TRACE_MAGIC, 8) != 0)
     throw Error(path + " is not a pmkit trace (bad magic)");
-  if (h.version != PMKIT_TRACE_VERSION)
+  if (h.version < 1 || h.version > PMKIT_TRACE_VERSION)
     throw Error(path + " has trace format version " +
-                std::to_string(h.version) + "; this explorer reads version " +
+                std::to_string(h.version) +
+                "; this reader reads versions 1 to " +
                 std::to_string(PMKIT_TRACE_VERSION));
   if (h.header_size != sizeof h || h.event_size != sizeof(pmkit_trace_event))
     throw Error(path + ": header sizes do not match this format version");
@@ -105,7 +108,7 @@ Trace::Trace(const std::string &path) {
         p += sizeof e;
         Event ev{e.seq, e.addr, e.arg,  nullptr, e.loc,
                  b.tid, e.kind, e.size, e.aux};
-        if (e.kind < PMKIT_EV_STORE || e.kind > PMKIT_EV_POOL_CLOSE)
+        if (e.kind < PMKIT_EV_STORE || e.kind > PMKIT_EV_SEQPOINT)
           throw Error(path + ": unknown event kind " + std::to_string(e.kind) +
                       at(p - sizeof e));
         if ((e.kind == PMKIT_EV_STORE || e.kind == PMKIT_EV_NTSTORE ||

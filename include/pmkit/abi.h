@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 8u
+#define PMKIT_ABI_VERSION 9u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -256,6 +256,23 @@ enum {
 void __pmkit_ssapp_lock(void *lock, uint32_t kind);
 void __pmkit_ssapp_unlock(void *lock, uint32_t kind);
 
+/* ---- arp mode (include/pmkit/arp.hpp; the pmkit-arp pass) ---------------
+ * pmkit::atomic calls these around its synchronisation accesses: a release
+ * just before its store, an acquire just after its load (val: the value
+ * stored or loaded, or 0; size: the atomic's size, 0 above 8 bytes), and a
+ * sequence point where pmkit::sequence_point() stands. flags: PMKIT_SYNC_*
+ * of trace_format.h. The pmkit-arp pass replaces each call with the fences
+ * of the lowering it was asked for (and keeps the call when tracing).
+ * Called without the pass, a persistent release or sequence point is an
+ * sfence, so that flushes the program issued itself are ordered; a
+ * volatile one and an acquire are nothing. libpmkit-trace also records
+ * them as ACQUIRE, RELEASE and SEQPOINT events. */
+void __pmkit_arp_release(const void *addr, uint64_t val, uint32_t size,
+                         uint32_t flags);
+void __pmkit_arp_acquire(const void *addr, uint64_t val, uint32_t size,
+                         uint32_t flags);
+void __pmkit_arp_seqpoint(uint32_t flags);
+
 /* Owners of the persistent words of a thread context (pmkit_ctx_ext). */
 enum {
   PMKIT_EXT_CLOBBER = 0, /* words 0..3   */
@@ -279,6 +296,7 @@ enum {
  *   8  ssapp: __pmkit_ssapp_copy_in/_copy_out (memmove), __pmkit_ssapp_rmw
  *      (tagged atomic RMWs), pointer slots in the FASE table, locks in
  *      static data.
+ *   9  __pmkit_arp_release/_acquire/_seqpoint (pmkit::atomic, arp mode).
  */
 
 #ifdef __cplusplus

@@ -18,6 +18,10 @@
  * Blocks are appended with one write() each, so blocks of different threads
  * interleave but never tear. A trace is complete only if it ends with an END
  * block; anything else means the program did not exit normally.
+ *
+ * The seq of each event is the trace's only clock. Events carry no wall
+ * time: recording costs more than the work between most events, so a
+ * reader that needs timing (sim/) applies its own model of the core.
  */
 #ifndef PMKIT_TRACE_FORMAT_H
 #define PMKIT_TRACE_FORMAT_H
@@ -28,7 +32,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_TRACE_VERSION 1u
+#define PMKIT_TRACE_VERSION 2u
 #define PMKIT_TRACE_MAGIC "PMKTRACE" /* 8 bytes, no NUL in the file */
 
 /* Header flags. */
@@ -99,6 +103,31 @@ enum {
    * close (see pmkit_trace_pool.checksum), so a reader can verify that it
    * saw every write. */
   PMKIT_EV_POOL_CLOSE = 11,
+  /* Synchronisation of language-level persistency (pmkit::atomic,
+   * include/pmkit/arp.hpp), recorded wherever the atomic lives, DRAM or
+   * pool: addr = the atomic variable, size = its size (0 if larger than 8),
+   * arg = the value stored (RELEASE) or loaded (ACQUIRE), 0 if unknown,
+   * aux = PMKIT_SYNC_* flags. A release takes its seq before its store and
+   * an acquire after its load, so an acquire that reads a release's store
+   * has the larger seq. A read-modify-write with acq_rel or seq_cst order
+   * is a RELEASE followed by an ACQUIRE. Only the order of these events
+   * matters to a reader; they carry no data for the pool image (a
+   * persistent atomic's store is also a STORE or RMW event). */
+  PMKIT_EV_ACQUIRE = 12,
+  PMKIT_EV_RELEASE = 13,
+  /* A sequence point (pmkit::sequence_point): every earlier persist of the
+   * thread is ordered before every later one. aux = PMKIT_SYNC_* flags;
+   * addr and arg are 0. */
+  PMKIT_EV_SEQPOINT = 14,
+};
+
+/* Flags of ACQUIRE, RELEASE and SEQPOINT events. */
+enum {
+  /* pmkit::volatile_sync: the access synchronises threads but has no
+   * persist semantics (orders no persists). */
+  PMKIT_SYNC_VOLATILE = 0x1,
+  /* The access is a read-modify-write (its value is the one written). */
+  PMKIT_SYNC_RMW = 0x2,
 };
 
 enum {
@@ -170,6 +199,8 @@ static inline uint64_t pmkit_trace_checksum(const void *p, uint64_t n) {
 /*
  * Version log
  *   1  first version: header, EVENTS/STRING/POOL/END blocks, 32-byte events.
+ *   2  ACQUIRE, RELEASE and SEQPOINT events with PMKIT_SYNC_* flags (arp
+ *      mode). Readers accept version 1 traces, which have none.
  */
 
 #ifdef __cplusplus

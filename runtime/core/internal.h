@@ -194,9 +194,16 @@ struct pmkit_pool {
 #ifdef PMKIT_TRACED
 PMK_HIDDEN void pmk_trace_pool_open(pmkit_pool *p);
 PMK_HIDDEN void pmk_trace_pool_close(pmkit_pool *p);
+/* An ACQUIRE, RELEASE or SEQPOINT event (runtime/arp). */
+PMK_HIDDEN void pmk_trace_sync(uint8_t kind, const void *addr, uint64_t val,
+                               uint32_t size, uint32_t flags);
 #else
 static inline void pmk_trace_pool_open(pmkit_pool *p) { (void)p; }
 static inline void pmk_trace_pool_close(pmkit_pool *p) { (void)p; }
+static inline void pmk_trace_sync(uint8_t kind, const void *addr, uint64_t val,
+                                  uint32_t size, uint32_t flags) {
+  (void)kind, (void)addr, (void)val, (void)size, (void)flags;
+}
 #endif
 
 /* error.c */

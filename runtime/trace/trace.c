@@ -363,6 +363,17 @@ void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
   atomic_store_explicit(&stripes[token].lock, 0, memory_order_release);
 }
 
+/* pmkit::atomic's synchronisation, wherever the atomic is: the release is
+ * called before its store and the acquire after its load (runtime/arp), so
+ * their seqs order a release before the acquires that read it. */
+void pmk_trace_sync(uint8_t kind, const void *addr, uint64_t val, uint32_t size,
+                    uint32_t flags) {
+  if (!active)
+    return;
+  int ok = size == 1 || size == 2 || size == 4 || size == 8;
+  record(kind, addr, val, (uint8_t)(ok ? size : 0), (uint16_t)flags, 0);
+}
+
 static uint32_t str_id(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) {
