@@ -6,6 +6,7 @@
 // engine (engine.cpp); docs/explorer.md states them with examples.
 
 #include "explorer.h"
+#include "named.h"
 
 namespace pmx {
 
@@ -83,14 +84,7 @@ const std::vector<ModelEntry> &modelTable() {
 }
 
 std::unique_ptr<Model> makeModel(const std::string &name) {
-  std::string known;
-  for (const ModelEntry &e : modelTable()) {
-    if (name == e.name)
-      return e.make();
-    known += known.empty() ? "" : ", ";
-    known += e.name;
-  }
-  throw Error("unknown model '" + name + "' (choose from " + known + ")");
+  return pmx::makeNamed(modelTable(), name, "model");
 }
 
 } // namespace pmx

@@ -143,18 +143,21 @@ def cmd_demo(args) -> int:
     return demo.run(trials=args.trials, seed=args.seed, ops=args.ops, keep=args.keep)
 
 
-# ---- explore ----------------------------------------------------------------------------------
+# ---- explore, sim ----------------------------------------------------------------------------
+
+TOOLS = {"explore": ("explorer", "pmkit-explore"), "sim": ("sim", "pmkit-sim")}
 
 
-def run_explorer(argv: list[str]) -> int:
-    """`pmkit explore`: the C++ explorer does the work; its options are its own."""
+def run_tool(command: str, argv: list[str]) -> int:
+    """`pmkit explore` and `pmkit sim`: a C++ program does the work; its options are its own."""
     import os
 
-    p = paths.find()
-    if not p.explorer or not p.explorer.exists():
-        raise paths.EnvError("pmkit-explore is not built: run 'make build' first")
+    attr, name = TOOLS[command]
+    exe = getattr(paths.find(), attr)
+    if not exe or not exe.exists():
+        raise paths.EnvError(f"{name} is not built: run 'make build' first")
     sys.stdout.flush()
-    os.execv(str(p.explorer), [str(p.explorer), *argv])
+    os.execv(str(exe), [str(exe), *argv])
     return EXIT_USAGE  # not reached
 
 
@@ -207,6 +210,9 @@ def build_parser() -> Parser:
         "explore", help="trace a program and check every crash image (explore --help for more)"
     )
     sub.add_parser(
+        "sim", help="simulate a trace under persistency models: SCP, RCBSP, ARP (sim --help)"
+    )
+    sub.add_parser(
         "bench", help="run the workload suite or regenerate docs/results.md (bench --help)"
     )
     sub.add_parser(
@@ -249,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in ("cc", "c++"):
             return cc.run(argv[1:], cxx=argv[0] == "c++")
-        if argv and argv[0] == "explore":
-            return run_explorer(argv[1:])
+        if argv and argv[0] in TOOLS:
+            return run_tool(argv[0], argv[1:])
         if argv and argv[0] == "bench":
             return run_bench(argv[1:])
         if argv and argv[0] == "wpp":

@@ -26,6 +26,7 @@ class Paths:
     bindir: Path
     tracelibdir: Path | None = None
     explorer: Path | None = None
+    sim: Path | None = None
 
     def binary(self, rel: str) -> Path:
         """A program built in the build tree, e.g. 'examples/kvstore/kvstore'."""
@@ -53,7 +54,14 @@ def find() -> Paths:
             plugin = Path(d["plugin"]) if d.get("plugin") else None
             tracelib = Path(d["tracelibdir"]) if d.get("tracelibdir") else None
             explorer = Path(d["explorer"]) if d.get("explorer") else None
+            sim = Path(d["sim"]) if d.get("sim") else None
             return Paths(
-                Path(d["include"]), Path(d["libdir"]), plugin, Path(d["bindir"]), tracelib, explorer
+                Path(d["include"]),
+                Path(d["libdir"]),
+                plugin,
+                Path(d["bindir"]),
+                tracelib,
+                explorer,
+                sim,
             )
     raise EnvError("no pmkit build found (looked for pmkit-paths.json); run 'make build' first")

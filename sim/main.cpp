@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// main.cpp -- the command line of pmkit-sim (`pmkit sim` runs it):
+//   pmkit-sim [--model M[,M...]|all] [--machine pcm|optane] [--set K=V]...
+//             [--event-cycles N] [--no-coalesce] [--json FILE] TRACE
+// simulates the trace under each model on one machine and prints a table:
+// persists per epoch, row-buffer miss rate and execution time, each also
+// relative to the first model given. Exit 0, or 2 with one line on bad
+// input.
+
+#include "sim.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+using namespace pms;
+
+namespace {
+
+const char *usage =
+    "usage: pmkit-sim [options] TRACE\n"
+    "  --model M[,M...]  models to compare, the first is the baseline\n"
+    "                    (default scp,rcbsp,arp,arp+va,ideal; 'all' too)\n"
+    "  --machine NAME    pcm (default: PCM at 533 MHz) or optane\n"
+    "  --set K=V         override a machine parameter (times in ps):\n"
+    "                    banks, row-bytes, write-queue, persist-buffer,\n"
+    "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz\n"
+    "  --event-cycles N  core cycles per traced event (default 25)\n"
+    "  --no-coalesce     one persist per store, even to the previous line\n"
+    "  --json FILE       also write the results as JSON\n"
+    "  --list            list the models and machines and stop\n";
+
+[[noreturn]] void bad(const std::string &msg) {
+  fprintf(stderr, "pmkit-sim: %s\n", msg.c_str());
+  exit(2);
+}
+
+uint64_t number(const std::string &s, const std::string &what) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno)
+    bad(what + " needs a whole number, not '" + s + "'");
+  return v;
+}
+
+void setParam(Machine &m, const std::string &kv) {
+  size_t eq = kv.find('=');
+  if (eq == std::string::npos)
+    bad("--set needs K=V, not '" + kv + "'");
+  std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+  if (k == "cpu-ghz") {
+    char *end = nullptr;
+    double g = strtod(v.c_str(), &end);
+    if (v.empty() || *end || g <= 0)
+      bad("cpu-ghz needs a positive number");
+    m.cpuGHz = g;
+    return;
+  }
+  struct {
+    const char *name;
+    uint64_t *u64;
+    unsigned *u32;
+  } fields[] = {
+      {"banks", nullptr, &m.banks},
+      {"row-bytes", nullptr, &m.rowBytes},
+      {"write-queue", nullptr, &m.writeQueue},
+      {"persist-buffer", nullptr, &m.persistBuffer},
+      {"tCK", &m.tCK, nullptr},
+      {"tRCD", &m.tRCD, nullptr},
+      {"tWP", &m.tWP, nullptr},
+      {"tCWD", &m.tCWD, nullptr},
+      {"tBURST", &m.tBURST, nullptr},
+      {"drain", &m.drainPs, nullptr},
+  };
+  for (auto &f : fields)
+    if (k == f.name) {
+      uint64_t n = number(v, k);
+      if (f.u64)
+        *f.u64 = n;
+      else
+        *f.u32 = (unsigned)n;
+      return;
+    }
+  bad("unknown machine parameter '" + k + "' (see --help)");
+}
+
+std::vector<std::string> split(const std::string &s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ','))
+    if (!x.empty())
+      out.push_back(x);
+  return out;
+}
+
+void writeJson(const std::string &path, const std::string &trace,
+               const Machine &m, const BuildOptions &B,
+               const std::vector<Stats> &all) {
+  std::ofstream f(path);
+  if (!f)
+    bad("cannot write " + path);
+  f << "{\n  \"trace\": \"" << trace << "\",\n  \"machine\": {\"name\": \""
+    << m.name << "\", \"cpu_ghz\": " << m.cpuGHz << ", \"banks\": " << m.banks
+    << ", \"row_bytes\": " << m.rowBytes
+    << ", \"write_queue\": " << m.writeQueue
+    << ", \"persist_buffer\": " << m.persistBuffer << ", \"tCK_ps\": " << m.tCK
+    << ", \"tRCD_ps\": " << m.tRCD << ", \"tWP_ps\": " << m.tWP
+    << ", \"tCWD_ps\": " << m.tCWD << ", \"tBURST_ps\": " << m.tBURST
+    << ", \"drain_ps\": " << m.drainPs
+    << "},\n  \"event_cycles\": " << B.eventCycles
+    << ",\n  \"coalesce\": " << (B.coalesce ? "true" : "false")
+    << ",\n  \"models\": [\n";
+  for (size_t i = 0; i < all.size(); i++) {
+    const Stats &s = all[i];
+    f << "    {\"model\": \"" << s.model << "\", \"persists\": " << s.persists
+      << ", \"epochs\": " << s.epochs
+      << ", \"persists_per_epoch\": " << s.persistsPerEpoch()
+      << ", \"row_hits\": " << s.rowHits << ", \"row_misses\": " << s.rowMisses
+      << ", \"miss_rate\": " << s.missRate() << ", \"time_ps\": " << s.timePs
+      << ", \"core_stall_ps\": " << s.coreStallPs
+      << ", \"sync_msgs\": " << s.syncMsgs << ", \"pkc\": " << s.pkc << "}"
+      << (i + 1 < all.size() ? ",\n" : "\n");
+  }
+  f << "  ]\n}\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> models = {"scp", "rcbsp", "arp", "arp+va", "ideal"};
+  Machine m = machinePreset("pcm");
+  std::vector<std::string> sets;
+  BuildOptions B;
+  std::string json, trace;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc)
+        bad(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      fputs(usage, stdout);
+      return 0;
+    } else if (a == "--list") {
+      for (const ModelEntry &e : modelTable())
+        printf("model   %-8s %s\n", e.name, e.make()->help());
+      for (const std::string &p : machinePresets())
+        printf("machine %s\n", p.c_str());
+      return 0;
+    } else if (a == "--model") {
+      std::string v = val();
+      if (v != "all")
+        models = split(v);
+      if (models.empty())
+        bad("--model needs at least one model");
+    } else if (a == "--machine") {
+      try {
+        m = machinePreset(val());
+      } catch (const std::exception &e) {
+        bad(e.what());
+      }
+    } else if (a == "--set") {
+      sets.push_back(val());
+    } else if (a == "--event-cycles") {
+      B.eventCycles = (uint32_t)number(val(), a);
+    } else if (a == "--no-coalesce") {
+      B.coalesce = false;
+    } else if (a == "--json") {
+      json = val();
+    } else if (!a.empty() && a[0] == '-') {
+      bad("unknown option " + a + " (see --help)");
+    } else if (trace.empty()) {
+      trace = a;
+    } else {
+      bad("one trace at a time (got '" + trace + "' and '" + a + "')");
+    }
+  }
+  if (trace.empty())
+    bad("no trace given (see --help)");
+  for (const std::string &s : sets)
+    setParam(m, s);
+  std::vector<std::unique_ptr<Model>> ms;
+  try {
+    for (const std::string &n : models)
+      ms.push_back(makeModel(n));
+  } catch (const std::exception &e) {
+    bad(e.what());
+  }
+  Program P;
+  try {
+    P = fromTrace(trace, B);
+  } catch (const std::exception &e) {
+    bad(e.what());
+  }
+  if (!P.persists())
+    bad(trace + " has no persists to simulate (was the program traced "
+                "with its pool registered?)");
+  std::vector<Stats> all;
+  try {
+    for (auto &mod : ms)
+      all.push_back(simulate(P, *mod, m));
+  } catch (const std::exception &e) {
+    bad(e.what());
+  }
+  size_t syncs = 0;
+  for (const Thread &t : P.threads)
+    for (const Op &o : t.ops)
+      syncs += o.kind != Op::Persist;
+  printf("%s: %zu threads, %llu persists, %zu sync ops; machine %s\n",
+         trace.c_str(), P.threads.size(), (unsigned long long)P.persists(),
+         syncs, m.name.c_str());
+  printf("%-8s %10s %8s %10s %9s %12s %8s %7s\n", "model", "persists", "epochs",
+         "pers/epoch", "row miss", "time (us)", "speedup", "PKC");
+  for (const Stats &s : all) {
+    double speedup = s.timePs ? (double)all[0].timePs / (double)s.timePs : 0;
+    printf("%-8s %10llu %8llu %10.2f %8.1f%% %12.1f %7.2fx %7.1f\n",
+           s.model.c_str(), (unsigned long long)s.persists,
+           (unsigned long long)s.epochs, s.persistsPerEpoch(),
+           100 * s.missRate(), (double)s.timePs / 1e6, speedup, s.pkc);
+  }
+  if (!json.empty())
+    writeJson(json, trace, m, B, all);
+  return 0;
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// program.cpp -- turns a trace (read with the explorer's trace reader) or
+// calls of a test into a pmkit-sim Program: per thread, in program order,
+// the cache lines it persists and its acquires, releases and sequence
+// points, each acquire linked to the release it read from. The trace's
+// seq order decides that link: a release takes its seq before its store
+// and an acquire after its load (trace_format.h), so the last release on
+// the variable before the acquire is the one it read, unless releases on
+// one variable race.
+
+#include "sim.h"
+#include "trace.h"
+
+#include <unordered_map>
+
+namespace pms {
+
+uint64_t Program::persists() const {
+  uint64_t n = 0;
+  for (const Thread &t : threads)
+    for (const Op &o : t.ops)
+      n += o.kind == Op::Persist;
+  return n;
+}
+
+namespace {
+
+// Appends ops to threads and links acquires (shared by both builders).
+struct Linker {
+  Program &P;
+  std::unordered_map<uint64_t, std::pair<int32_t, uint32_t>> last;
+  void push(unsigned t, Op o) {
+    Thread &th = P.threads[t];
+    if (o.kind == Op::Acquire) {
+      auto it = last.find(o.addr);
+      if (it != last.end()) {
+        o.srcTid = it->second.first;
+        o.srcIdx = it->second.second;
+      }
+    } else if (o.kind == Op::Release) {
+      last[o.addr] = {(int32_t)t, (uint32_t)th.ops.size()};
+    }
+    th.ops.push_back(o);
+  }
+};
+
+} // namespace
+
+Program fromTrace(const std::string &path, const BuildOptions &O) {
+  pmx::Trace T(path);
+  Program P;
+  Linker L{P, {}};
+  std::unordered_map<uint32_t, unsigned> index; // trace tid -> thread
+  std::vector<uint64_t> work;                   // pending cycles per thread
+  auto threadOf = [&](uint32_t tid) {
+    auto [it, fresh] = index.try_emplace(tid, (unsigned)P.threads.size());
+    if (fresh) {
+      P.threads.push_back(Thread{});
+      P.threads.back().tid = tid;
+      work.push_back(0);
+    }
+    return it->second;
+  };
+  auto take = [&](unsigned t) {
+    uint64_t w = work[t];
+    work[t] = 0;
+    return (uint32_t)std::min<uint64_t>(w, UINT32_MAX);
+  };
+  for (const pmx::Event &e : T.events) {
+    bool sync = e.kind == PMKIT_EV_ACQUIRE || e.kind == PMKIT_EV_RELEASE ||
+                e.kind == PMKIT_EV_SEQPOINT;
+    if (!sync && !e.writes() && e.kind != PMKIT_EV_LOAD)
+      continue; // flushes, fences, marks: the simulated hardware's business
+    unsigned t = threadOf(e.tid);
+    work[t] += O.eventCycles;
+    if (e.kind == PMKIT_EV_LOAD)
+      continue;
+    Op o;
+    o.vol = (e.aux & PMKIT_SYNC_VOLATILE) && sync;
+    if (e.writes()) {
+      uint64_t len = e.length() ? e.length() : 1;
+      for (uint64_t line = e.addr & ~63ull; line < e.addr + len; line += 64) {
+        const std::vector<Op> &ops = P.threads[t].ops;
+        if (O.coalesce && !ops.empty() && ops.back().kind == Op::Persist &&
+            ops.back().addr == line)
+          continue;
+        o.kind = Op::Persist;
+        o.addr = line;
+        o.work = take(t);
+        L.push(t, o);
+      }
+      continue;
+    }
+    o.kind = e.kind == PMKIT_EV_ACQUIRE   ? Op::Acquire
+             : e.kind == PMKIT_EV_RELEASE ? Op::Release
+                                          : Op::SeqPoint;
+    o.addr = e.addr;
+    o.work = take(t);
+    L.push(t, o);
+  }
+  for (unsigned t = 0; t < P.threads.size(); t++)
+    P.threads[t].tailWork = work[t];
+  return P;
+}
+
+ProgramBuilder::ProgramBuilder(unsigned threads) {
+  P.threads.resize(threads);
+  for (unsigned t = 0; t < threads; t++)
+    P.threads[t].tid = t;
+}
+
+ProgramBuilder &ProgramBuilder::push(unsigned t, Op::Kind k, uint64_t addr,
+                                     bool vol, uint32_t work) {
+  Op o;
+  o.kind = k;
+  o.addr = addr;
+  o.vol = vol;
+  o.work = work;
+  Linker L{P, std::move(lastRelease)};
+  L.push(t, o);
+  lastRelease = std::move(L.last);
+  return *this;
+}
+
+ProgramBuilder &ProgramBuilder::persist(unsigned t, uint64_t line,
+                                        uint32_t work) {
+  return push(t, Op::Persist, line & ~63ull, false, work);
+}
+
+ProgramBuilder &ProgramBuilder::acquire(unsigned t, uint64_t var, bool vol,
+                                        uint32_t work) {
+  return push(t, Op::Acquire, var, vol, work);
+}
+
+ProgramBuilder &ProgramBuilder::release(unsigned t, uint64_t var, bool vol,
+                                        uint32_t work) {
+  return push(t, Op::Release, var, vol, work);
+}
+
+ProgramBuilder &ProgramBuilder::seqPoint(unsigned t, bool vol, uint32_t work) {
+  return push(t, Op::SeqPoint, 0, vol, work);
+}
+
+} // namespace pms
