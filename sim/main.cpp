@@ -31,6 +31,8 @@ const char *usage =
     "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz\n"
     "  --event-cycles N  core cycles per traced event (default 25)\n"
     "  --no-coalesce     one persist per store, even to the previous line\n"
+    "  --mark NAME       only what runs inside the operation marked NAME\n"
+    "                    (pmkit_mark_begin/end), e.g. a measured phase\n"
     "  --json FILE       also write the results as JSON\n"
     "  --list            list the models and machines and stop\n";
 
@@ -170,6 +172,8 @@ int main(int argc, char **argv) {
       sets.push_back(val());
     } else if (a == "--event-cycles") {
       B.eventCycles = (uint32_t)number(val(), a);
+    } else if (a == "--mark") {
+      B.mark = val();
     } else if (a == "--no-coalesce") {
       B.coalesce = false;
     } else if (a == "--json") {

@@ -67,7 +67,25 @@ Program fromTrace(const std::string &path, const BuildOptions &O) {
     work[t] = 0;
     return (uint32_t)std::min<uint64_t>(w, UINT32_MAX);
   };
+  uint64_t from = 0, to = UINT64_MAX;
+  if (!O.mark.empty()) {
+    uint32_t id = 0;
+    for (auto &[k, name] : T.marks)
+      if (name == O.mark)
+        id = k;
+    from = to = 0;
+    for (const pmx::Event &e : T.events)
+      if (id && e.arg == id && e.kind == PMKIT_EV_MARK_BEGIN && !from)
+        from = e.seq;
+      else if (id && e.arg == id && e.kind == PMKIT_EV_MARK_END && from)
+        to = std::max(to, e.seq);
+    if (!from || !to)
+      throw pmx::Error(path + " has no operation marked '" + O.mark +
+                       "' with a begin and an end");
+  }
   for (const pmx::Event &e : T.events) {
+    if (e.seq < from || e.seq > to)
+      continue;
     bool sync = e.kind == PMKIT_EV_ACQUIRE || e.kind == PMKIT_EV_RELEASE ||
                 e.kind == PMKIT_EV_SEQPOINT;
     if (!sync && !e.writes() && e.kind != PMKIT_EV_LOAD)

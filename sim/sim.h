@@ -54,6 +54,9 @@ struct Program {
 struct BuildOptions {
   uint32_t eventCycles = 25;
   bool coalesce = true; // a store to the line of the thread's previous op
+  // Only events between the first begin and end of this mark (any thread),
+  // e.g. a benchmark's measured phase without its set-up; "" = all.
+  std::string mark;
 };
 
 // Builds the program of a trace file; throws std::runtime_error.
