@@ -30,7 +30,10 @@ const char *usage =
     "                    banks, row-bytes, write-queue, persist-buffer,\n"
     "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz\n"
     "  --event-cycles N  core cycles per traced event (default 25)\n"
-    "  --no-coalesce     one persist per store, even to the previous line\n"
+    "  --lines           count a cache line written as one persist (default:\n"
+    "                    every 8-byte store is one, as in the paper)\n"
+    "  --no-coalesce     a persist buffer entry per store, even to the line\n"
+    "                    of the thread's previous one\n"
     "  --mark NAME       only what runs inside the operation marked NAME\n"
     "                    (pmkit_mark_begin/end), e.g. a measured phase\n"
     "  --json FILE       also write the results as JSON\n"
@@ -121,7 +124,7 @@ void writeJson(const std::string &path, const std::string &trace,
   for (size_t i = 0; i < all.size(); i++) {
     const Stats &s = all[i];
     f << "    {\"model\": \"" << s.model << "\", \"persists\": " << s.persists
-      << ", \"epochs\": " << s.epochs
+      << ", \"writes\": " << s.writes << ", \"epochs\": " << s.epochs
       << ", \"persists_per_epoch\": " << s.persistsPerEpoch()
       << ", \"row_hits\": " << s.rowHits << ", \"row_misses\": " << s.rowMisses
       << ", \"miss_rate\": " << s.missRate() << ", \"time_ps\": " << s.timePs
@@ -174,6 +177,8 @@ int main(int argc, char **argv) {
       B.eventCycles = (uint32_t)number(val(), a);
     } else if (a == "--mark") {
       B.mark = val();
+    } else if (a == "--lines") {
+      B.lines = true;
     } else if (a == "--no-coalesce") {
       B.coalesce = false;
     } else if (a == "--json") {

@@ -28,6 +28,7 @@ public:
     }
   }
   bool tracked(const Op &) const override { return true; }
+  bool perStore() const override { return true; }
 };
 
 // RCBSP as ARP is compiled to it (the paper's Table 1): every acquire,

@@ -12,6 +12,7 @@
 #include "sim.h"
 #include "trace.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace pms {
@@ -20,7 +21,7 @@ uint64_t Program::persists() const {
   uint64_t n = 0;
   for (const Thread &t : threads)
     for (const Op &o : t.ops)
-      n += o.kind == Op::Persist;
+      n += o.kind == Op::Persist ? o.stores : 0;
   return n;
 }
 
@@ -99,12 +100,18 @@ Program fromTrace(const std::string &path, const BuildOptions &O) {
     if (e.writes()) {
       uint64_t len = e.length() ? e.length() : 1;
       for (uint64_t line = e.addr & ~63ull; line < e.addr + len; line += 64) {
-        const std::vector<Op> &ops = P.threads[t].ops;
+        uint64_t lo = std::max(line, e.addr),
+                 hi = std::min(line + 64, e.addr + len);
+        uint32_t n = O.lines ? 1 : (uint32_t)((hi - lo + 7) / 8);
+        std::vector<Op> &ops = P.threads[t].ops;
         if (O.coalesce && !ops.empty() && ops.back().kind == Op::Persist &&
-            ops.back().addr == line)
+            ops.back().addr == line) {
+          ops.back().stores += O.lines ? 0 : n;
           continue;
+        }
         o.kind = Op::Persist;
         o.addr = line;
+        o.stores = n;
         o.work = take(t);
         L.push(t, o);
       }
@@ -129,8 +136,9 @@ ProgramBuilder::ProgramBuilder(unsigned threads) {
 }
 
 ProgramBuilder &ProgramBuilder::push(unsigned t, Op::Kind k, uint64_t addr,
-                                     bool vol, uint32_t work) {
+                                     bool vol, uint32_t work, uint32_t stores) {
   Op o;
+  o.stores = stores;
   o.kind = k;
   o.addr = addr;
   o.vol = vol;
@@ -142,8 +150,8 @@ ProgramBuilder &ProgramBuilder::push(unsigned t, Op::Kind k, uint64_t addr,
 }
 
 ProgramBuilder &ProgramBuilder::persist(unsigned t, uint64_t line,
-                                        uint32_t work) {
-  return push(t, Op::Persist, line & ~63ull, false, work);
+                                        uint32_t work, uint32_t stores) {
+  return push(t, Op::Persist, line & ~63ull, false, work, stores);
 }
 
 ProgramBuilder &ProgramBuilder::acquire(unsigned t, uint64_t var, bool vol,

@@ -137,7 +137,7 @@ private:
   }
   bool stepCore(size_t c);
   bool drain(size_t c);
-  void arrive(Msg m, uint64_t line);
+  void arrive(Msg m, const Op &o, uint32_t stores);
   bool retire();
   bool issue();
 };
@@ -216,11 +216,13 @@ bool Sim::drain(size_t c) {
   }
   if (e.depTid >= 0 && !cores[e.depTid].drained[e.depIdx])
     return false; // woken when that release drains
-  if (e.persists() && wq.size() >= C.writeQueue)
-    return false; // woken when a write issues
   const Op &o = P.threads[c].ops[e.op];
-  for (unsigned i = 0; i < e.nmsgs; i++)
-    arrive(e.msgs[i], o.addr);
+  uint32_t reps = M.perStore() ? o.stores : 1;
+  if (e.persists() && wq.size() + reps > C.writeQueue)
+    return false; // woken when a write issues
+  for (uint32_t r = 0; r < reps; r++)
+    for (unsigned i = 0; i < e.nmsgs; i++)
+      arrive(e.msgs[i], o, reps > 1 ? 1 : o.stores);
   k.drained[e.op] = 1;
   k.buf.pop_front();
   k.nextDrain = now + C.tCK;
@@ -229,21 +231,26 @@ bool Sim::drain(size_t c) {
 }
 
 // Algorithm 1, at the controller.
-void Sim::arrive(Msg m, uint64_t line) {
+void Sim::arrive(Msg m, const Op &o, uint32_t stores) {
   switch (m) {
   case Msg::Persist: {
     unsigned fixed = M.fixedEpoch();
-    if (fixed && inEpoch == fixed) {
+    if (fixed && inEpoch >= fixed) {
       epoch++;
       inEpoch = 0;
     }
-    inEpoch++;
+    inEpoch += stores;
     if (countedEpoch != epoch) {
       S.epochs++;
       countedEpoch = epoch;
     }
-    S.persists++;
-    wq.push_back(Req{line, epoch});
+    S.persists += stores;
+    // A write to a line already queued in the same epoch joins it (write
+    // combining): persists of one epoch may persist together.
+    for (const Req &r : wq)
+      if (r.line == o.addr && r.epoch == epoch)
+        return;
+    wq.push_back(Req{o.addr, epoch});
     outstanding[epoch]++;
     break;
   }
@@ -323,6 +330,7 @@ bool Sim::issue() {
     return false;
   Req r = wq[pick];
   wq.erase(wq.begin() + (std::ptrdiff_t)pick);
+  S.writes++;
   Bank &b = banks[bankOf(r.line)];
   uint64_t pre = C.tCWD;
   bool hit = b.row == rowOf(r.line);

@@ -35,6 +35,7 @@ struct Op {
   uint64_t addr = 0;   // Persist: the cache line's address; sync: variable
   int32_t srcTid = -1; // Acquire: the release it reads from, if any
   uint32_t srcIdx = 0;
+  uint32_t stores = 1; // Persist: the persists (stores) it stands for
 };
 
 struct Thread {
@@ -50,10 +51,14 @@ struct Program {
 
 // How a trace becomes a Program: every traced event costs the core
 // `eventCycles` cycles (the work between traced events is not traced);
-// loads cost the same but produce no op.
+// loads cost the same but produce no op. A persist is a store, as in the
+// paper: an 8-byte store is one, a 64-byte memcpy eight; with `lines`, a
+// persist is a cache line written instead.
 struct BuildOptions {
   uint32_t eventCycles = 25;
-  bool coalesce = true; // a store to the line of the thread's previous op
+  bool lines = false;
+  bool coalesce = true; // stores to the line of the thread's previous op
+                        // share its persist buffer entry
   // Only events between the first begin and end of this mark (any thread),
   // e.g. a benchmark's measured phase without its set-up; "" = all.
   std::string mark;
@@ -68,7 +73,8 @@ Program fromTrace(const std::string &path, const BuildOptions &O);
 class ProgramBuilder {
 public:
   explicit ProgramBuilder(unsigned threads);
-  ProgramBuilder &persist(unsigned t, uint64_t line, uint32_t work = 0);
+  ProgramBuilder &persist(unsigned t, uint64_t line, uint32_t work = 0,
+                          uint32_t stores = 1);
   ProgramBuilder &acquire(unsigned t, uint64_t var, bool vol = false,
                           uint32_t work = 0);
   ProgramBuilder &release(unsigned t, uint64_t var, bool vol = false,
@@ -80,7 +86,7 @@ private:
   Program P;
   std::unordered_map<uint64_t, std::pair<int32_t, uint32_t>> lastRelease;
   ProgramBuilder &push(unsigned t, Op::Kind k, uint64_t addr, bool vol,
-                       uint32_t work);
+                       uint32_t work, uint32_t stores = 1);
 };
 
 // ---- persistency models (models.cpp) ---------------------------------------
@@ -102,6 +108,9 @@ public:
   // Persists per epoch the controller enforces regardless of barriers (0:
   // epochs come from barriers only). Ideal uses the write queue's size.
   virtual unsigned fixedEpoch() const { return 0; }
+  // Whether each store of a persist op is sent on its own (SCP: one
+  // persist per epoch even for stores that share a line).
+  virtual bool perStore() const { return false; }
 };
 
 struct ModelEntry {
@@ -135,9 +144,10 @@ std::vector<std::string> machinePresets();
 
 struct Stats {
   std::string model;
-  uint64_t persists = 0; // writes the controller received
+  uint64_t persists = 0; // persists (stores) the controller received
+  uint64_t writes = 0;   // line writes it issued (after combining)
   uint64_t epochs = 0;   // epochs that held at least one persist
-  uint64_t rowHits = 0, rowMisses = 0;
+  uint64_t rowHits = 0, rowMisses = 0; // per write
   uint64_t timePs = 0;      // until every core finished and every write
   uint64_t coreStallPs = 0; // summed over cores: waiting for a full buffer
   uint64_t syncMsgs = 0;    // barriers the controller received

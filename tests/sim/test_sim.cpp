@@ -240,6 +240,18 @@ static void determinismAndOrder() {
   CHECK(a.persistsPerEpoch() <= va);
 }
 
+// A persist is a store: a line written by 4 stores is 4 persists, one
+// epoch each under SCP, one write between barriers elsewhere; stores to a
+// line queued in the same epoch combine into one write.
+static void storesAndCombining() {
+  ProgramBuilder b(1);
+  b.persist(0, L(0), 0, 4).persist(0, L(1), 0, 4).persist(0, L(0), 0, 2);
+  Stats scp = run(b.program(), "scp"), arp = run(b.program(), "arp");
+  CHECK(scp.persists == 10 && scp.epochs == 10 && scp.writes == 10);
+  CHECK(arp.persists == 10 && arp.epochs == 1);
+  CHECK(arp.writes <= 3 && arp.writes >= 2);
+}
+
 static void badInput() {
   bool threw = false;
   try {
@@ -268,6 +280,7 @@ int main() {
   rowBuffer();
   backPressure();
   determinismAndOrder();
+  storesAndCombining();
   badInput();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
