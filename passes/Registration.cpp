@@ -4,15 +4,16 @@
 // its passes. It maps each pass's -passes= name to the pass for opt, and for
 // clang (-fpass-plugin) adds pmkit-annotations at pipeline start followed by
 // the passes of the mode chosen with -pmkit-mode, and pmkit-trace last when
-// -pmkit-trace is given; ModeTable below is where a
-// mode's passes are added, and a mode without passes yet stops the compile
-// with one error line. Entry point: llvmGetPassPluginInfo. Run a pass with
+// -pmkit-trace is given; ModeTable below is where a mode's passes are
+// added (early, at pipeline start, or late, after the optimizer). Entry point:
+// llvmGetPassPluginInfo. Run a pass with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
 // or a whole mode with
 //   clang-16 -fpass-plugin=pmkit-passes.so -fplugin=pmkit-passes.so \
 //     -mllvm -pmkit-mode=<mode> -c x.c
 // (-fplugin loads the library before -mllvm options are parsed).
 
+#include "ARP/ARP.h"
 #include "Annotations/Annotations.h"
 #include "Clobber/Clobber.h"
 #include "PMAlias/PMAlias.h"
@@ -43,7 +44,7 @@ struct ModeInfo {
   Mode M;
   const char *Name; // the -pmkit-mode= value
   const char *Help;
-  AddModePassesFn AddPasses; // null: accepted but not built yet
+  AddModePassesFn AddPasses;
   AddModePassesFn AddLatePasses = nullptr;
 };
 
@@ -67,6 +68,12 @@ void addSSAPPPasses(ModulePassManager &MPM, OptimizationLevel) {
   MPM.addPass(pmkit::SSAPPPass());
 }
 
+// arp mode too: the pmkit::atomic calls it lowers stay opaque through the
+// optimizer, which therefore moves no store across them.
+void addARPPasses(ModulePassManager &MPM, OptimizationLevel) {
+  MPM.addPass(pmkit::ARPPass());
+}
+
 const ModeInfo ModeTable[] = {
     {Mode::None, "none", "only attach pmkit annotations (default)",
      addNoPasses},
@@ -77,7 +84,7 @@ const ModeInfo ModeTable[] = {
     {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR",
      addNoPasses, addSSAPPPasses},
     {Mode::ARP, "arp", "language-level persistency: lower pmkit::atomic",
-     nullptr},
+     addNoPasses, addARPPasses},
 };
 
 // Fills the option's values from ModeTable, so the table is the only list.
@@ -101,24 +108,6 @@ const ModeInfo &selectedMode() {
   llvm_unreachable("every Mode has a ModeTable entry");
 }
 
-// Stands in for a mode whose passes are not written yet. It reports through
-// the LLVMContext, so clang prints one "error:" line and fails the compile
-// cleanly (opt exits 1), rather than report_fatal_error's crash dump.
-class ModeUnavailablePass : public PassInfoMixin<ModeUnavailablePass> {
-public:
-  explicit ModeUnavailablePass(const char *Mode) : Mode(Mode) {}
-
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
-    M.getContext().emitError(Twine("pmkit: -pmkit-mode=") + Mode +
-                             " is not available in this build yet");
-    return PreservedAnalyses::all();
-  }
-  static bool isRequired() { return true; }
-
-private:
-  const char *Mode;
-};
-
 bool parseModulePass(StringRef Name, ModulePassManager &MPM,
                      ArrayRef<PassBuilder::PipelineElement>) {
   if (Name == pmkit::AnnotationsPass::PassName) {
@@ -141,6 +130,10 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
     MPM.addPass(pmkit::SSAPPPass());
     return true;
   }
+  if (Name == pmkit::ARPPass::PassName) {
+    MPM.addPass(pmkit::ARPPass());
+    return true;
+  }
   if (Name == pmkit::PMAliasPrinterPass::PassName) {
     MPM.addPass(pmkit::PMAliasPrinterPass());
     return true;
@@ -161,6 +154,7 @@ void registerCallbacks(PassBuilder &PB) {
                             pmkit::ClobberPass::PassName);
     PIC->addClassToPassName(pmkit::SSAPPPass::name(),
                             pmkit::SSAPPPass::PassName);
+    PIC->addClassToPassName(pmkit::ARPPass::name(), pmkit::ARPPass::PassName);
     PIC->addClassToPassName(pmkit::PMAliasPrinterPass::name(),
                             pmkit::PMAliasPrinterPass::PassName);
   }
@@ -173,10 +167,6 @@ void registerCallbacks(PassBuilder &PB) {
       [](ModulePassManager &MPM, OptimizationLevel Level) {
         // Options are parsed by the time a pipeline is built.
         const ModeInfo &Selected = selectedMode();
-        if (!Selected.AddPasses) {
-          MPM.addPass(ModeUnavailablePass(Selected.Name));
-          return;
-        }
         MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
         Selected.AddPasses(MPM, Level);
       });
@@ -185,7 +175,7 @@ void registerCallbacks(PassBuilder &PB) {
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level) {
         const ModeInfo &Selected = selectedMode();
-        if (Selected.AddPasses && Selected.AddLatePasses)
+        if (Selected.AddLatePasses)
           Selected.AddLatePasses(MPM, Level);
         if (pmkit::traceEnabled())
           MPM.addPass(pmkit::TracePass());

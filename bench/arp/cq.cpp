@@ -35,8 +35,8 @@ class Queue : public Workload {
 
 public:
   const char *name() const override { return "cq"; }
-  void *create(pmkit_pool *pool, uint64_t scale, uint64_t, Rng &) override {
-    uint64_t cap = 1024 * scale;
+  void *create(pmkit_pool *pool, double scale, uint64_t, Rng &) override {
+    uint64_t cap = sized(1024, scale);
     d = (Data *)palloc(pool, sizeof(Data) + cap * sizeof(Entry));
     d->cap = cap;
     for (uint64_t i = 0; i < cap / 2; i++) { // start half full

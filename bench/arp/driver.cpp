@@ -117,14 +117,15 @@ struct alignas(64) TaskQueue {
 
 struct Args {
   std::string pool = "/dev/shm/pmkit-arp.pool", check;
-  uint64_t ops = 20000, scale = 1, seed = 1, poolMiB = 512;
+  uint64_t ops = 20000, seed = 1, poolMiB = 512;
+  double scale = 1;
   unsigned workers = 8, antagonists = 2;
 };
 
 [[noreturn]] void usage(const char *name, const std::string &why) {
   fprintf(stderr,
           "%s: %s\nusage: %s [--pool PATH] [--pool-mib N] [--ops N] "
-          "[--workers N] [--antagonists N] [--scale N] [--seed S]\n"
+          "[--workers N] [--antagonists N] [--scale F] [--seed S]\n"
           "       %s --check POOL\n",
           name, why.c_str(), name, name);
   exit(2);
@@ -144,6 +145,8 @@ Args parse(int argc, char **argv) {
       a.pool = v;
     else if (k == "--check")
       a.check = v;
+    else if (k == "--scale" && strtod(v.c_str(), &end) > 0 && !*end)
+      a.scale = strtod(v.c_str(), nullptr);
     else if (!num)
       usage(argv[0], k + " needs a number, not '" + v + "'");
     else if (k == "--ops")
@@ -152,8 +155,6 @@ Args parse(int argc, char **argv) {
       a.workers = (unsigned)n;
     else if (k == "--antagonists" && n <= 16)
       a.antagonists = (unsigned)n;
-    else if (k == "--scale" && n >= 1)
-      a.scale = n;
     else if (k == "--seed")
       a.seed = n;
     else if (k == "--pool-mib" && n >= 8)

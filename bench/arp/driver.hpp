@@ -10,7 +10,7 @@
 // persistent locks around shared data, sequence points inside undo logging.
 // A workload defines a class derived from Workload and ARP_WORKLOAD(it).
 // Command line: NAME [--pool PATH] [--ops N] [--workers N] [--antagonists
-// N] [--scale N] [--seed S] | --check POOL. It prints one JSON line; with
+// N] [--scale F] [--seed S] | --check POOL. It prints one JSON line; with
 // --check it rolls back interrupted logs, checks the workload's invariants
 // and exits 0 (consistent) or 1.
 
@@ -51,6 +51,12 @@ inline uint64_t mix(uint64_t x) {
   x ^= x >> 33, x *= 0xff51afd7ed558ccdull;
   x ^= x >> 33, x *= 0xc4ceb9fe1a85ec53ull;
   return x ^ (x >> 33);
+}
+
+// A table of `base` rows scaled by the --scale factor (at least 64).
+inline uint64_t sized(uint64_t base, double scale) {
+  double n = (double)base * scale;
+  return n < 64 ? 64 : (uint64_t)n;
 }
 
 // Folds an array of words into h with mix().
@@ -116,7 +122,7 @@ public:
   // Builds the persistent data (size grows with `scale`) and returns the
   // pointer the driver keeps in the root.
   // `ops`: tasks the run will hand out (for append-only data).
-  virtual void *create(pmkit_pool *pool, uint64_t scale, uint64_t ops,
+  virtual void *create(pmkit_pool *pool, double scale, uint64_t ops,
                        Rng &rng) = 0;
   // Attaches to data made by create() (after an open).
   virtual void attach(void *data) = 0;

@@ -40,8 +40,8 @@ class Cache : public Workload {
 
 public:
   const char *name() const override { return "pc"; }
-  void *create(pmkit_pool *pool, uint64_t scale, uint64_t ops, Rng &) override {
-    uint64_t buckets = 16384 * scale;
+  void *create(pmkit_pool *pool, double scale, uint64_t ops, Rng &) override {
+    uint64_t buckets = sized(16384, scale);
     d = (Data *)palloc(pool, sizeof(Data) + buckets * sizeof(Node *));
     d->buckets = buckets;
     d->nodes = ops + 1;

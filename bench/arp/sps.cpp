@@ -27,8 +27,8 @@ class Swaps : public Workload {
 
 public:
   const char *name() const override { return "sps"; }
-  void *create(pmkit_pool *pool, uint64_t scale, uint64_t, Rng &r) override {
-    uint64_t n = 65536 * scale;
+  void *create(pmkit_pool *pool, double scale, uint64_t, Rng &r) override {
+    uint64_t n = sized(65536, scale);
     d = (Data *)palloc(pool, sizeof(Data) + n * 8);
     d->n = n;
     for (uint64_t i = 0; i < n; i++) {

@@ -66,9 +66,8 @@ class Tpcc : public Workload {
 
 public:
   const char *name() const override { return "tpcc"; }
-  void *create(pmkit_pool *pool, uint64_t scale, uint64_t ops,
-               Rng &r) override {
-    uint64_t items = 10000 * scale;
+  void *create(pmkit_pool *pool, double scale, uint64_t ops, Rng &r) override {
+    uint64_t items = sized(10000, scale);
     d = (Data *)palloc(pool, sizeof(Data) + items * sizeof(Stock));
     d->items = items;
     d->slots = ops + 1;

@@ -41,8 +41,8 @@ class Ycsb : public Workload {
 
 public:
   const char *name() const override { return "ycsb"; }
-  void *create(pmkit_pool *pool, uint64_t scale, uint64_t, Rng &r) override {
-    uint64_t n = 100000 * scale;
+  void *create(pmkit_pool *pool, double scale, uint64_t, Rng &r) override {
+    uint64_t n = sized(100000, scale);
     d = (Data *)palloc(pool, sizeof(Data) + n * sizeof(Record));
     d->n = n;
     for (uint64_t i = 0; i < n; i++) {

@@ -25,7 +25,8 @@ MODES: dict[str, str | None] = {
     "ssapp": "SSAPP: failure-atomic and lock-free functions (PMKIT_FASE) on eADR, resumed "
     "after a crash",
     "wpp": None,
-    "arp": None,
+    "arp": "acquire-release persistency: pmkit::atomic and sequence points lowered to "
+    "clwb/sfence",
 }
 
 HELP = """usage: pmkit cc|c++ [--mode=MODE] [ROBUST-OPTIONS] [--trace [--trace-loads]]
@@ -66,6 +67,11 @@ SSAPP mode (docs/modes/ssapp.md):
   --ssapp-rmw-ints     integers that FASEs update with atomic RMWs stay below 2^48 (their
                        top 16 bits hold the tag that makes each RMW detectable)
   --report             list each FASE's RISEs: kind, source line, torn-bit slots
+
+ARP mode (docs/modes/arp.md):
+  --arp-lowering=L     arp (sfence at persistent releases and sequence points; the
+                       default), scp (clwb + sfence after every PM write) or epoch
+                       (mfence at every sync access and sequence point)
 
 Also usable as CC="pmkit cc" in a build system.
 """
@@ -162,6 +168,7 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     robust: list[str] = []  # -mllvm options of robust mode
     clobber: list[str] = []  # -mllvm options of clobber mode
     ssapp: list[str] = []  # -mllvm options of ssapp mode
+    arp: list[str] = []  # -mllvm options of arp mode
     report = False
     it = iter(argv)
     for a in it:
@@ -188,6 +195,11 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
             if fence not in ("sfence", "compiler"):
                 raise UsageError(f"unknown ssapp fence '{fence}' (choose from sfence, compiler)")
             ssapp.append(f"-pmkit-ssapp-fence={fence}")
+        elif a.startswith("--arp-lowering="):
+            lowering = a.split("=", 1)[1]
+            if lowering not in ("arp", "scp", "epoch"):
+                raise UsageError(f"unknown arp lowering '{lowering}' (choose from arp, scp, epoch)")
+            arp.append(f"-pmkit-arp-lowering={lowering}")
         elif a == "--ssapp-rmw-ints":
             ssapp.append("-pmkit-ssapp-rmw-ints")
         elif a.startswith("--ssapp-allow="):
@@ -232,13 +244,15 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         )
     if ssapp and mode != "ssapp":
         raise UsageError("--ssapp-fence, --ssapp-allow and --ssapp-rmw-ints need --mode=ssapp")
+    if arp and mode != "arp":
+        raise UsageError("--arp-lowering needs --mode=arp")
     if report and mode not in ("robust", "clobber", "ssapp"):
         raise UsageError("--report needs --mode=robust, --mode=clobber or --mode=ssapp")
     if whole and mode not in ("robust", "clobber"):
         raise UsageError("--whole-program needs --mode=robust or --mode=clobber")
     if report:
         robust.append(f"-pmkit-{mode}-report")
-    robust += clobber + ssapp  # the mode's -mllvm options
+    robust += clobber + ssapp + arp  # the mode's -mllvm options
     if whole and any(a in NO_LINK for a in rest):
         raise UsageError("--whole-program builds a program: drop -c, -S or -E")
     if loads and not trace:

@@ -266,12 +266,15 @@ void __pmkit_ssapp_unlock(void *lock, uint32_t kind);
  * Called without the pass, a persistent release or sequence point is an
  * sfence, so that flushes the program issued itself are ordered; a
  * volatile one and an acquire are nothing. libpmkit-trace also records
- * them as ACQUIRE, RELEASE and SEQPOINT events. */
-void __pmkit_arp_release(const void *addr, uint64_t val, uint32_t size,
-                         uint32_t flags);
-void __pmkit_arp_acquire(const void *addr, uint64_t val, uint32_t size,
-                         uint32_t flags);
-void __pmkit_arp_seqpoint(uint32_t flags);
+ * them as ACQUIRE, RELEASE and SEQPOINT events. They never throw, so C++
+ * code calls them with a plain call, which the pass can remove. */
+__attribute__((nothrow)) void __pmkit_arp_release(const void *addr,
+                                                  uint64_t val, uint32_t size,
+                                                  uint32_t flags);
+__attribute__((nothrow)) void __pmkit_arp_acquire(const void *addr,
+                                                  uint64_t val, uint32_t size,
+                                                  uint32_t flags);
+__attribute__((nothrow)) void __pmkit_arp_seqpoint(uint32_t flags);
 
 /* Owners of the persistent words of a thread context (pmkit_ctx_ext). */
 enum {

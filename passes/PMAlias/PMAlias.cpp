@@ -276,8 +276,10 @@ PMAliasSolver::PMAliasSolver(Module &M) : M(M), DL(M.getDataLayout()) {
   Unknown = newObj(ObjKind::Unknown, "unknown memory");
   Objs[Unknown].Collapsed = true;
   EscapeSink = newNode();
-  // Whatever is loaded from memory nobody can see is unknown too.
+  // Whatever is loaded from memory nobody can see is unknown too, and what
+  // is stored there is given to unknown code.
   addPts(content(loc(Unknown, AnyOff)), loc(Unknown, AnyOff));
+  addCopy(content(loc(Unknown, AnyOff)), EscapeSink, 0);
   for (const auto &A : BuiltinAllocators)
     Allocators[A.Name] = A.How;
   readConfig();
@@ -782,6 +784,10 @@ void PMAliasSolver::solve() {
       auto F = FuncOf.find(O);
       if (N == EscapeSink && F != FuncOf.end() && !F->second->isDeclaration())
         open(*F->second); // unknown code may call it with anything
+      // Unknown code can follow every pointer in what it is given: an
+      // object's content escapes with it (a vtable and its functions too).
+      if (N == EscapeSink && O != Unknown && F == FuncOf.end())
+        addCopy(content(shift(L, AnyOff)), EscapeSink, 0);
       auto It = Indirect.find(N);
       if (It == Indirect.end())
         continue;

@@ -23,6 +23,7 @@
 #include "pmkit/abi.h"
 
 #include "Common/SourceLoc.h"
+#include "Common/WriteBack.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Statistic.h"
@@ -294,21 +295,14 @@ void Robustifier::fence(IRBuilder<> &B) {
   ++NumFences;
 }
 
-// Write back the lines X touched: one per 64 bytes, one more if the access
-// is not aligned to its size (it may cross a line), or the runtime's range
-// write-back for a memory intrinsic, whose length may be unknown.
 void Robustifier::writeBack(IRBuilder<> &B, const PMAccess &X) {
-  if (X.Len) {
-    B.CreateCall(FlushRange,
-                 {X.Addr, B.CreateZExtOrTrunc(X.Len, B.getInt64Ty())});
-    ++NumRangeFlushes;
-    return;
-  }
-  flushLine(B, X.Addr);
-  for (uint64_t Off = 64; Off < X.Size; Off += 64) // wide stores
-    flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), X.Addr, Off));
-  if (X.Size > 1 && X.A.value() < X.Size)
-    flushLine(B, B.CreateConstGEP1_64(B.getInt8Ty(), X.Addr, X.Size - 1));
+  Intrinsic::ID ID = FlushOpt == FlushInsn::Clwb ? Intrinsic::x86_clwb
+                     : FlushOpt == FlushInsn::Clflushopt
+                         ? Intrinsic::x86_clflushopt
+                         : Intrinsic::x86_sse2_clflush;
+  NumFlushes += emitWriteBack(B, ID, FlushRange, X.Addr, X.Size, X.A, X.Len);
+  NumRangeFlushes += X.Len != nullptr;
+  Touched.insert(B.GetInsertBlock()->getParent());
 }
 
 // base: write back what I wrote and fence, right after I.
@@ -450,20 +444,11 @@ void Robustifier::apply(const RobustAction &A) {
 void Robustifier::addFlushFeature(Function &F) {
   if (FlushOpt == FlushInsn::Clflush)
     return;
-  // The write-back intrinsics need their target feature in the function.
-  StringRef Feature = FlushOpt == FlushInsn::Clwb ? "+clwb" : "+clflushopt";
-  std::string Features =
-      F.getFnAttribute("target-features").getValueAsString().str();
-  if (!StringRef(Features).contains(Feature))
-    F.addFnAttr("target-features", Features.empty()
-                                       ? Feature.str()
-                                       : Features + "," + Feature.str());
+  addTargetFeature(F, FlushOpt == FlushInsn::Clwb ? "+clwb" : "+clflushopt");
 }
 
 bool Robustifier::run() {
-  FlushRange =
-      M.getOrInsertFunction("__pmkit_flush_range", Type::getVoidTy(Ctx),
-                            PointerType::getUnqual(Ctx), Type::getInt64Ty(Ctx));
+  FlushRange = flushRangeFn(M);
   bool Changed = false;
   for (Function &F : M) {
     if (F.isDeclaration())

@@ -94,3 +94,22 @@ def test_sim_foreign_file(run, tmp_path):
     f.write_bytes(b"not a trace at all, just some bytes here to pass the size check" * 2)
     r = run("sim", str(f))
     assert r.returncode == 2 and "not a pmkit trace" in r.stderr
+
+
+@pytest.mark.parametrize("w", WORKLOADS)
+@pytest.mark.parametrize("build, ok", [("traced", True), ("unflushed", False)])
+def test_explore_x86_lowering(run, shm, tmp_path, w, build, ok):
+    """Lowered by the pass (arp), every crash image of the workload's run is consistent under
+    the x86 model; built without the pass, the same checker finds inconsistent images."""
+    exe = ARP / f"arp_{w}-{build}"
+    if not exe.exists():
+        pytest.skip("traced builds need the pass plugin")
+    r = run(
+        "explore", "--no-progress", "--mark", "arp-run", "--budget", "3000",
+        "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
+        "--check", f"{exe} --check {{pool}}", "--", str(exe), "--ops", "40",
+        "--workers", "2", "--antagonists", "1", "--scale", "0.01",
+        "--pool", str(shm / f"x-{w}.pool"), "--pool-mib", "16",
+    )  # fmt: skip
+    assert r.returncode == (0 if ok else 1), r.stdout + r.stderr
+    assert ("result: ok" in r.stdout) == ok
