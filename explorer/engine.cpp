@@ -138,6 +138,10 @@ public:
   Engine(const Trace &T, const Options &O)
       : T(T), O(O), M(makeModel(O.model)), shift(M->unitShift()),
         U(1u << shift), pending(T.threads + 1) {
+    if (M->persistOrder()) {
+      PO = std::make_unique<PersistOrder>(T);
+      durCnt.assign(PO->width(), 0);
+    }
     for (const Pool &p : T.pools) {
       bool dup = false;
       for (const PoolState &s : pools)
@@ -173,6 +177,13 @@ private:
   std::unordered_map<uint64_t, uint32_t> index;
   std::vector<uint32_t> und; // units with lb < n
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> pending;
+  // The arp model: the persist order, each write's (unit, piece) pairs, how
+  // many of each thread's first writes are durable because a durable write
+  // is ordered after them, and the writes that became durable.
+  std::unique_ptr<PersistOrder> PO;
+  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>>
+      evUnits;
+  std::vector<uint32_t> durCnt, durQueue;
   uint64_t H = 0;
   size_t at = 0; // events applied
   std::vector<std::string> warnings;
@@ -244,10 +255,15 @@ private:
   void raise(uint32_t ui, uint32_t cnt) {
     Unit &u = units[ui];
     if (cnt > u.lb) {
+      if (PO)
+        for (uint32_t j = u.lb; j < cnt; j++)
+          durQueue.push_back(u.hist[j].ev);
       u.lb = cnt;
       setUnd(ui);
     }
   }
+  void settle();
+  bool close(std::vector<Choice> &cs);
 
   void fence(uint32_t tid) {
     for (auto [ui, cnt] : pending[tid])
@@ -257,8 +273,11 @@ private:
 
   void apply(size_t i);
   void advance(size_t pos) {
-    for (; at < pos; at++)
+    for (; at < pos; at++) {
       apply(at);
+      if (PO)
+        settle();
+    }
   }
   std::vector<size_t> crashPoints();
   void generate(size_t point, size_t pos);
@@ -279,6 +298,8 @@ private:
 
 void Engine::apply(size_t i) {
   const Event &e = T.events[i];
+  if (PO)
+    PO->observe(i);
   if (e.writes()) {
     uint64_t len = e.length();
     for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + len; a += U) {
@@ -298,6 +319,8 @@ void Engine::apply(size_t i) {
       H += uh(a, c);
       u.hist.push_back(
           Piece{(uint32_t)i, (uint16_t)(lo - a), (uint16_t)(hi - lo)});
+      if (PO)
+        evUnits[(uint32_t)i].push_back({ui, (uint32_t)u.hist.size() - 1});
       // A non-temporal store bypasses the cache (eADR does not cover its
       // write-combining buffer): it persists at its thread's next fence in
       // every model. Other writes persist at once without volatile caches.
@@ -334,6 +357,69 @@ void Engine::apply(size_t i) {
             "(uninstrumented code or a system call wrote to the pool); "
             "crash images may be wrong");
   }
+}
+
+// The arp model: a write ordered before a durable write is durable too
+// (with the writes before it in its unit), transitively.
+void Engine::settle() {
+  while (!durQueue.empty()) {
+    uint32_t ev = durQueue.back();
+    durQueue.pop_back();
+    const uint32_t *D = PO->front(ev);
+    for (uint32_t u = 0; u < PO->width(); u++)
+      while (durCnt[u] < D[u]) {
+        uint32_t ev2 = PO->writesOf(u)[durCnt[u]++];
+        for (auto [ui, pos] : evUnits[ev2])
+          raise(ui, pos + 1);
+      }
+  }
+}
+
+// The arp model: loses, with each lost write, every write ordered after it,
+// so that the image keeps with each write everything ordered before it.
+// Returns whether it had to lose more than `cs` said.
+bool Engine::close(std::vector<Choice> &cs) {
+  size_t W = PO->width();
+  std::vector<uint32_t> minLost(W, UINT32_MAX); // per thread: first lost
+  std::unordered_map<uint32_t, size_t> where;   // unit -> its choice
+  auto lose = [&](uint32_t ui, uint32_t from, uint32_t to) {
+    for (uint32_t j = from; j < to; j++) {
+      uint32_t ev = units[ui].hist[j].ev, t = PO->thread(ev);
+      minLost[t] = std::min(minLost[t], PO->index(ev));
+    }
+  };
+  for (size_t c = 0; c < cs.size(); c++) {
+    where[cs[c].ui] = c;
+    lose(cs[c].ui, cs[c].k, cs[c].n);
+  }
+  bool any = false;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t ui : und) {
+      const Unit &u = units[ui];
+      auto it = where.find(ui);
+      uint32_t n = (uint32_t)u.hist.size();
+      uint32_t k = it == where.end() ? n : cs[it->second].k;
+      for (uint32_t j = u.lb; j < k; j++) {
+        const uint32_t *D = PO->front(u.hist[j].ev);
+        size_t t = 0;
+        while (t < W && D[t] <= minLost[t])
+          t++;
+        if (t == W)
+          continue; // ordered after no lost write
+        lose(ui, j, k);
+        if (it == where.end()) {
+          where[ui] = cs.size();
+          cs.push_back({ui, j, n});
+        } else {
+          cs[it->second].k = j;
+        }
+        changed = any = true;
+        break;
+      }
+    }
+  }
+  return any;
 }
 
 std::vector<size_t> Engine::crashPoints() {
@@ -545,6 +631,8 @@ void Engine::generate(size_t point, size_t pos) {
   }
   for (auto &cs : cand) {
     generated++;
+    if (PO)
+      close(cs);
     uint64_t h = imageHash(cs);
     if (!seen.insert(h).second)
       continue;
@@ -682,6 +770,11 @@ void Engine::minimise(Failure &f) {
   for (size_t i = 0; i < cs.size() && budget;) {
     std::vector<Choice> trial(cs);
     trial.erase(trial.begin() + (long)i);
+    std::vector<Choice> closed(trial);
+    if (PO && close(closed)) { // keeping that unit breaks the persist order
+      i++;
+      continue;
+    }
     JobInfo info{f.info.point, f.info.pos, trial};
     budget--;
     Result r = checkNow(info);

@@ -40,6 +40,50 @@ public:
   virtual unsigned unitShift() const = 0;
   virtual bool volatileCaches() const = 0;
   virtual const char *defaultPoints() const = 0;
+  // Whether persists are also ordered across locations by the trace's
+  // sequence points and persistent release/acquire pairs (arp): a crash
+  // image then keeps, with each write, every write ordered before it.
+  virtual bool persistOrder() const { return false; }
+};
+
+// Acquire-release persistency's persist memory order (Kolli et al.,
+// ISCA'17, equations 1-3) over a trace's writes, built as the engine walks
+// the events: each write gets the frontier of its thread, the number of
+// each thread's first writes ordered before it. A sequence point orders all
+// of a thread's earlier writes before its later ones; a persistent release
+// publishes them, with what was ordered before them, to the acquire that
+// reads it (the last release on that variable before the acquire); volatile
+// syncs order nothing. order.cpp.
+class PersistOrder {
+public:
+  explicit PersistOrder(const Trace &T);
+  // Called for every event, in order.
+  void observe(size_t i);
+  bool isWrite(size_t ev) const { return front_[ev] != NONE; }
+  uint32_t thread(size_t ev) const { return T.events[ev].tid; }
+  uint32_t index(size_t ev) const { return idx_[ev]; } // in its thread
+  // The frontier of a write: front(ev)[u] of thread u's first writes are
+  // ordered before it (T.threads + 1 entries).
+  const uint32_t *front(size_t ev) const {
+    return fronts_.data() + (size_t)front_[ev] * width_;
+  }
+  // The events of thread u's writes, in program order.
+  const std::vector<uint32_t> &writesOf(uint32_t u) const { return writes_[u]; }
+  size_t width() const { return width_; }
+
+private:
+  static constexpr uint32_t NONE = UINT32_MAX;
+  const Trace &T;
+  size_t width_;
+  std::vector<uint32_t> idx_, front_;      // per event
+  std::vector<uint32_t> fronts_;           // interned frontiers, width_ each
+  std::vector<std::vector<uint32_t>> cur_; // per thread
+  std::vector<uint32_t> curId_;            // interned id of cur_, or NONE
+  std::vector<std::vector<uint32_t>> writes_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> released_;
+  // Per thread: the release its read-modify-write's acquire reads from.
+  std::unordered_map<uint32_t, std::pair<uint64_t, std::vector<uint32_t>>>
+      rmwPrior_;
 };
 
 struct ModelEntry {

@@ -34,7 +34,7 @@ const char *Usage =
     "Run PROG (built with `pmkit cc --trace`) recording its PM writes, then\n"
     "check every crash image a persistency model allows.\n"
     "\n"
-    "  --model M        x86 (default), x86-line, eadr, strict\n"
+    "  --model M        x86 (default), x86-line, eadr, strict, arp\n"
     "  --points P       crash points: fences, stores, marks, all\n"
     "                   (default: fences for x86, stores for eadr)\n"
     "  --budget N       check at most N distinct images (default 20000)\n"

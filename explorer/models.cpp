@@ -67,6 +67,25 @@ public:
   const char *defaultPoints() const override { return "all"; }
 };
 
+// Acquire-release persistency (arp mode), per 8-byte location: a write
+// persists with every write the ARP rules order before it (sequence
+// points, persistent release/acquire pairs, transitively), and nothing
+// else is ordered; an explicit flush and fence still makes a write (and so
+// everything before it) durable. Check a program built without the
+// lowering pass, whose trace holds its own order and no inserted fences.
+class ARP : public Model {
+public:
+  const char *name() const override { return "arp"; }
+  const char *help() const override {
+    return "acquire-release persistency: only sequence points and "
+           "persistent release/acquire order persists";
+  }
+  unsigned unitShift() const override { return 3; }
+  bool volatileCaches() const override { return true; }
+  const char *defaultPoints() const override { return "fences"; }
+  bool persistOrder() const override { return true; }
+};
+
 template <class M> std::unique_ptr<Model> make() {
   return std::make_unique<M>();
 }
@@ -75,10 +94,9 @@ template <class M> std::unique_ptr<Model> make() {
 
 const std::vector<ModelEntry> &modelTable() {
   static const std::vector<ModelEntry> table = {
-      {"x86", make<X86>},
-      {"x86-line", make<X86Line>},
-      {"eadr", make<EADR>},
-      {"strict", make<Strict>},
+      {"x86", make<X86>},   {"x86-line", make<X86Line>},
+      {"eadr", make<EADR>}, {"strict", make<Strict>},
+      {"arp", make<ARP>},
   };
   return table;
 }

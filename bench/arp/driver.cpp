@@ -17,9 +17,9 @@
 
 namespace arpb {
 
-Workload *&registered() {
-  static Workload *w;
-  return w;
+std::vector<Workload *> &registered() {
+  static std::vector<Workload *> all;
+  return all;
 }
 
 void *palloc(pmkit_pool *pool, size_t size) {
@@ -123,17 +123,20 @@ struct Args {
 };
 
 [[noreturn]] void usage(const char *name, const std::string &why) {
+  std::string names;
+  for (Workload *w : registered())
+    names += std::string(names.empty() ? "" : "|") + w->name();
   fprintf(stderr,
-          "%s: %s\nusage: %s [--pool PATH] [--pool-mib N] [--ops N] "
+          "%s: %s\nusage: %s %s [--pool PATH] [--pool-mib N] [--ops N] "
           "[--workers N] [--antagonists N] [--scale F] [--seed S]\n"
-          "       %s --check POOL\n",
-          name, why.c_str(), name, name);
+          "       %s WORKLOAD --check POOL\n",
+          name, why.c_str(), name, names.c_str(), name);
   exit(2);
 }
 
 Args parse(int argc, char **argv) {
   Args a;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 2; i < argc; i++) {
     std::string k = argv[i];
     if (i + 1 >= argc)
       usage(argv[0], k + " needs a value");
@@ -199,7 +202,13 @@ int check(Workload &w, const std::string &path) {
 using namespace arpb;
 
 int main(int argc, char **argv) {
-  Workload *w = registered();
+  Workload *w = nullptr;
+  for (Workload *x : registered())
+    if (argc > 1 && !strcmp(argv[1], x->name()))
+      w = x;
+  if (!w)
+    usage(argv[0], argc > 1 ? std::string("no workload '") + argv[1] + "'"
+                            : std::string("which workload?"));
   Args a = parse(argc, argv);
   if (!a.check.empty())
     return check(*w, a.check);

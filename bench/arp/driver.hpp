@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace arpb {
 
@@ -134,9 +135,10 @@ public:
   virtual std::string check() = 0;
 };
 
-Workload *&registered();
+// Every workload linked in, in the order their files registered them.
+std::vector<Workload *> &registered();
 struct Register {
-  explicit Register(Workload *w) { registered() = w; }
+  explicit Register(Workload *w) { registered().push_back(w); }
 };
 #define ARP_WORKLOAD(cls) static ::arpb::Register arp_workload_reg(new cls)
 

@@ -2,7 +2,10 @@
 """arp mode end to end: every workload of bench/arp runs with 8 workers, the work allocator and
 two antagonists and checks consistent; a traced run records acquires, releases and sequence points
 (volatile ones flagged) that `pmkit sim` turns into the paper's comparison, whose persists per
-epoch must order SCP <= RCBSP <= ARP <= ARP+VA <= Ideal; bad input ends in one line, exit 2."""
+epoch must order SCP <= RCBSP <= ARP <= ARP+VA <= Ideal; the explorer finds every crash image of
+each workload consistent under the x86 model when the pass lowered it and under the arp model
+without it, and inconsistent images without the pass (x86) or without its sequence points (arp);
+bad input ends in one line, exit 2."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ WORKLOADS = ["cq", "pc", "sps", "tatp", "tpcc", "ycsb"]
 def test_workload_runs_and_checks(w, shm):
     pool = shm / f"arp-{w}.pool"
     r = subprocess.run(
-        [str(ARP / f"arp_{w}"), "--ops", "3000", "--pool", str(pool), "--pool-mib", "64"],
+        [str(ARP / "arp_bench"), w, "--ops", "3000", "--pool", str(pool), "--pool-mib", "64"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -29,20 +32,20 @@ def test_workload_runs_and_checks(w, shm):
     out = json.loads(r.stdout)
     assert out["workload"] == w and out["ops"] == 3000 and out["workers"] == 8
     c = subprocess.run(
-        [str(ARP / f"arp_{w}"), "--check", str(pool)], capture_output=True, text=True
+        [str(ARP / "arp_bench"), w, "--check", str(pool)], capture_output=True, text=True
     )
     assert c.returncode == 0 and "consistent" in c.stdout, c.stdout + c.stderr
 
 
 @pytest.fixture(scope="module")
 def sps_trace(tmp_path_factory):
-    traced = ARP / "arp_sps-traced"
+    traced = ARP / "arp_bench-traced"
     if not traced.exists():
         pytest.skip("traced builds need the pass plugin")
     d = tmp_path_factory.mktemp("arp")
     trace = d / "sps.trace"
     subprocess.run(
-        [str(traced), "--ops", "2000", "--pool", str(d / "sps.pool"), "--pool-mib", "64"],
+        [str(traced), "sps", "--ops", "2000", "--pool", str(d / "sps.pool"), "--pool-mib", "64"],
         env={"PMKIT_TRACE": str(trace)},
         check=True,
         capture_output=True,
@@ -89,6 +92,13 @@ def test_sim_bad_input(run, sps_trace, args, words):
     assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_bad_workload_and_options(shm):
+    for args, words in [([], "which workload"), (["btree"], "no workload 'btree'"),
+                        (["cq", "--ops", "many"], "needs a number")]:  # fmt: skip
+        r = subprocess.run([str(ARP / "arp_bench"), *args], capture_output=True, text=True)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
 def test_sim_foreign_file(run, tmp_path):
     f = tmp_path / "x.trace"
     f.write_bytes(b"not a trace at all, just some bytes here to pass the size check" * 2)
@@ -96,20 +106,47 @@ def test_sim_foreign_file(run, tmp_path):
     assert r.returncode == 2 and "not a pmkit trace" in r.stderr
 
 
+# (build, explorer model, PMKIT_ARP_BREAK, consistent?)
+EXPLORE_CASES = [
+    ("traced", "x86", "", True),  # lowered by the pass: x86 keeps ARP's order
+    ("unflushed", "x86", "", False),  # without the pass nothing is written back
+    ("unflushed", "arp", "", True),  # the program is correct under ARP itself
+    ("unflushed", "arp", "seqpoints", False),  # and needs its sequence points
+]
+
+
 @pytest.mark.parametrize("w", WORKLOADS)
-@pytest.mark.parametrize("build, ok", [("traced", True), ("unflushed", False)])
-def test_explore_x86_lowering(run, shm, tmp_path, w, build, ok):
-    """Lowered by the pass (arp), every crash image of the workload's run is consistent under
-    the x86 model; built without the pass, the same checker finds inconsistent images."""
-    exe = ARP / f"arp_{w}-{build}"
+@pytest.mark.parametrize("build, model, brk, ok", EXPLORE_CASES)
+def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
+    """Every crash image of a small run of each workload, under the x86 model (the lowering) and
+    the arp model (the language rules), with the must-fail controls beside them."""
+    exe = ARP / f"arp_bench-{build}"
     if not exe.exists():
         pytest.skip("traced builds need the pass plugin")
     r = run(
-        "explore", "--no-progress", "--mark", "arp-run", "--budget", "3000",
+        "explore", "--model", model, "--no-progress", "--mark", "arp-run", "--budget", "3000",
         "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
-        "--check", f"{exe} --check {{pool}}", "--", str(exe), "--ops", "40",
+        "--check", f"{exe} {w} --check {{pool}}", "--", str(exe), w, "--ops", "40",
         "--workers", "2", "--antagonists", "1", "--scale", "0.01",
         "--pool", str(shm / f"x-{w}.pool"), "--pool-mib", "16",
+        env={"PMKIT_ARP_BREAK": brk} if brk else None,
     )  # fmt: skip
     assert r.returncode == (0 if ok else 1), r.stdout + r.stderr
     assert ("result: ok" in r.stdout) == ok
+
+
+def test_explore_arp_needs_releases(run, shm, tmp_path):
+    """Array swaps under the arp model with every release recorded as volatile: a swap's writes
+    are no longer ordered after the previous holder's, and recovery finds the loss."""
+    exe = ARP / "arp_bench-unflushed"
+    if not exe.exists():
+        pytest.skip("traced builds need the pass plugin")
+    r = run(
+        "explore", "--model", "arp", "--no-progress", "--mark", "arp-run", "--budget", "3000",
+        "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
+        "--check", f"{exe} sps --check {{pool}}", "--", str(exe), "sps", "--ops", "40",
+        "--workers", "2", "--antagonists", "1", "--scale", "0.01",
+        "--pool", str(shm / "x-sps.pool"), "--pool-mib", "16",
+        env={"PMKIT_ARP_BREAK": "releases"},
+    )  # fmt: skip
+    assert r.returncode == 1 and "result: FAILED" in r.stdout, r.stdout + r.stderr

@@ -7,6 +7,8 @@
 // must-fail halves: built without the pass (nothing is written back) and,
 // with the pass, publishing through a volatile release (no fence orders
 // the record before the receipt), the explorer finds an inconsistent image.
+// The explorer's arp model checks the program itself, built without the
+// pass: consistent as written, inconsistent with the volatile publish.
 //
 // RUN: rm -rf %t.d && mkdir -p %t.d
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-mode=arp -mllvm -pmkit-trace \
@@ -22,6 +24,15 @@
 // RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 // BAD: result: FAILED
+//
+// RUN: %explore --model arp --no-progress --save-dir %t.d/arpmodel \
+// RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/m.pool \
+// RUN:   | %FileCheck %s --check-prefix=OK
+// RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace -DVOLATILE_PUBLISH %s \
+// RUN:   %link_trace -lstdc++ -o %t.plainvol
+// RUN: %not %explore --model arp --no-progress --save-dir %t.d/arpvol \
+// RUN:   --check '%t.plainvol check {pool}' -- %t.plainvol run %t.d/mv.pool \
+// RUN:   | %FileCheck %s --check-prefix=BAD
 //
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-mode=arp -mllvm -pmkit-trace \
 // RUN:   -DVOLATILE_PUBLISH %s %link_trace -lstdc++ -o %t.vol
