@@ -28,14 +28,19 @@ const char *usage =
     "  --machine NAME    pcm (default: PCM at 533 MHz) or optane\n"
     "  --set K=V         override a machine parameter (times in ps):\n"
     "                    banks, row-bytes, write-queue, persist-buffer,\n"
-    "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz\n"
+    "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz,\n"
+    "                    transfer-cycles\n"
     "  --event-cycles N  core cycles per traced event (default 25)\n"
     "  --lines           count a cache line written as one persist (default:\n"
     "                    every 8-byte store is one, as in the paper)\n"
-    "  --no-coalesce     a persist buffer entry per store, even to the line\n"
-    "                    of the thread's previous one\n"
+    "  --coalesce        stores to the line of the thread's previous persist\n"
+    "                    share its persist buffer entry (default: an entry\n"
+    "                    per store)\n"
     "  --mark NAME       only what runs inside the operation marked NAME\n"
     "                    (pmkit_mark_begin/end), e.g. a measured phase\n"
+    "  --background NAME threads that begin an operation marked NAME run\n"
+    "                    their ops again and again until the others finish\n"
+    "                    (antagonists); their time is not the program's\n"
     "  --json FILE       also write the results as JSON\n"
     "  --list            list the models and machines and stop\n";
 
@@ -75,6 +80,7 @@ void setParam(Machine &m, const std::string &kv) {
       {"row-bytes", nullptr, &m.rowBytes},
       {"write-queue", nullptr, &m.writeQueue},
       {"persist-buffer", nullptr, &m.persistBuffer},
+      {"transfer-cycles", nullptr, &m.transferCycles},
       {"tCK", &m.tCK, nullptr},
       {"tRCD", &m.tRCD, nullptr},
       {"tWP", &m.tWP, nullptr},
@@ -118,6 +124,7 @@ void writeJson(const std::string &path, const std::string &trace,
     << ", \"tRCD_ps\": " << m.tRCD << ", \"tWP_ps\": " << m.tWP
     << ", \"tCWD_ps\": " << m.tCWD << ", \"tBURST_ps\": " << m.tBURST
     << ", \"drain_ps\": " << m.drainPs
+    << ", \"transfer_cycles\": " << m.transferCycles
     << "},\n  \"event_cycles\": " << B.eventCycles
     << ",\n  \"coalesce\": " << (B.coalesce ? "true" : "false")
     << ",\n  \"models\": [\n";
@@ -177,10 +184,12 @@ int main(int argc, char **argv) {
       B.eventCycles = (uint32_t)number(val(), a);
     } else if (a == "--mark") {
       B.mark = val();
+    } else if (a == "--background") {
+      B.background = val();
     } else if (a == "--lines") {
       B.lines = true;
-    } else if (a == "--no-coalesce") {
-      B.coalesce = false;
+    } else if (a == "--coalesce") {
+      B.coalesce = true;
     } else if (a == "--json") {
       json = val();
     } else if (!a.empty() && a[0] == '-') {

@@ -84,9 +84,15 @@ Program fromTrace(const std::string &path, const BuildOptions &O) {
       throw pmx::Error(path + " has no operation marked '" + O.mark +
                        "' with a begin and an end");
   }
+  uint32_t bgId = 0;
+  for (auto &[k, name] : T.marks)
+    if (!O.background.empty() && name == O.background)
+      bgId = k;
   for (const pmx::Event &e : T.events) {
     if (e.seq < from || e.seq > to)
       continue;
+    if (bgId && e.kind == PMKIT_EV_MARK_BEGIN && e.arg == bgId)
+      P.threads[threadOf(e.tid)].background = true;
     bool sync = e.kind == PMKIT_EV_ACQUIRE || e.kind == PMKIT_EV_RELEASE ||
                 e.kind == PMKIT_EV_SEQPOINT;
     if (!sync && !e.writes() && e.kind != PMKIT_EV_LOAD)

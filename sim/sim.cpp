@@ -63,6 +63,7 @@ constexpr uint64_t NEVER = std::numeric_limits<uint64_t>::max();
 
 struct Entry {
   uint32_t op;         // index in its thread
+  uint32_t pass = 0;   // of a background thread's ops
   uint64_t ready;      // may drain from this time on
   int32_t depTid = -1; // tracked acquire: its release
   uint32_t depIdx = 0;
@@ -77,15 +78,20 @@ struct Entry {
 };
 
 struct Core {
-  size_t idx = 0;           // next op
+  size_t idx = 0;    // next op
+  uint32_t pass = 0; // a background thread's ops run again and again
+  bool background = false;
   uint64_t t = 0;           // time the previous op issued
   uint64_t blocked = NEVER; // since when the buffer has been full
   uint64_t nextDrain = 0;
   bool done = false;
   uint64_t finish = 0;
   std::deque<Entry> buf;
-  std::vector<uint64_t> issued; // per op, NEVER until issued
-  std::vector<uint8_t> drained; // per op
+  // Per op: when and in which pass it last issued, and the last pass in
+  // which it drained (-1: not yet).
+  std::vector<uint64_t> issued;
+  std::vector<uint32_t> issuedPass;
+  std::vector<int64_t> drainedPass;
 };
 
 struct Req {
@@ -106,8 +112,12 @@ public:
       : P(P), M(M), C(C), log(log), cores(P.threads.size()), banks(C.banks) {
     cycPs = (uint64_t)(1000.0 / C.cpuGHz + 0.5);
     for (size_t i = 0; i < cores.size(); i++) {
-      cores[i].issued.assign(P.threads[i].ops.size(), NEVER);
-      cores[i].drained.assign(P.threads[i].ops.size(), 0);
+      size_t n = P.threads[i].ops.size();
+      cores[i].issued.assign(n, NEVER);
+      cores[i].issuedPass.assign(n, UINT32_MAX);
+      cores[i].drainedPass.assign(n, -1);
+      cores[i].background = P.threads[i].background;
+      foreground += !cores[i].background;
     }
     S.model = M.name();
   }
@@ -128,6 +138,7 @@ private:
   uint64_t busFree = 0, nextCmd = 0, lastDone = 0;
   uint64_t cycPs = 500;
   uint64_t now = 0, next = NEVER;
+  size_t foreground = 0; // foreground threads not finished
   Stats S;
   std::vector<Msg> tmp;
 
@@ -148,18 +159,30 @@ bool Sim::stepCore(size_t c) {
   const Thread &th = P.threads[c];
   bool moved = false;
   while (!k.done) {
+    if (k.background && !foreground) {
+      k.done = true; // the program is over
+      k.finish = k.t;
+      return true;
+    }
     if (k.idx == th.ops.size()) {
+      if (k.background && !th.ops.empty()) { // again, while others run
+        k.idx = 0;
+        k.pass++;
+        continue;
+      }
       k.done = true;
       k.finish = k.t + th.tailWork * cycPs;
+      foreground -= !k.background;
       return true;
     }
     const Op &o = th.ops[k.idx];
     uint64_t start = k.t + (uint64_t)o.work * cycPs;
     if (o.kind == Op::Acquire && o.srcTid >= 0 && (size_t)o.srcTid != c) {
-      uint64_t src = cores[o.srcTid].issued[o.srcIdx];
-      if (src == NEVER)
+      const Core &s = cores[o.srcTid];
+      uint32_t p = s.issuedPass[o.srcIdx];
+      if (p == UINT32_MAX || p < (s.background ? k.pass : 0))
         return moved; // woken when the release issues
-      start = std::max(start, src);
+      start = std::max(start, s.issued[o.srcIdx] + C.transferCycles * cycPs);
     }
     if (start > now) {
       wake(start);
@@ -180,10 +203,12 @@ bool Sim::stepCore(size_t c) {
       k.blocked = NEVER;
     }
     k.issued[k.idx] = now;
+    k.issuedPass[k.idx] = k.pass;
     k.t = now;
     if (needEntry) {
       Entry e;
       e.op = (uint32_t)k.idx;
+      e.pass = k.pass;
       e.ready = now + C.drainPs;
       if (track && o.kind == Op::Acquire && o.srcTid >= 0 &&
           (size_t)o.srcTid != c) {
@@ -195,7 +220,7 @@ bool Sim::stepCore(size_t c) {
       k.buf.push_back(e);
       wake(e.ready);
     } else {
-      k.drained[k.idx] = 1;
+      k.drainedPass[k.idx] = k.pass;
     }
     k.idx++;
     moved = true;
@@ -214,8 +239,11 @@ bool Sim::drain(size_t c) {
     wake(at);
     return false;
   }
-  if (e.depTid >= 0 && !cores[e.depTid].drained[e.depIdx])
-    return false; // woken when that release drains
+  if (e.depTid >= 0) {
+    const Core &s = cores[e.depTid];
+    if (s.drainedPass[e.depIdx] < (s.background ? (int64_t)e.pass : 0))
+      return false; // woken when that release drains
+  }
   const Op &o = P.threads[c].ops[e.op];
   uint32_t reps = M.perStore() ? o.stores : 1;
   if (e.persists() && wq.size() + reps > C.writeQueue)
@@ -223,7 +251,7 @@ bool Sim::drain(size_t c) {
   for (uint32_t r = 0; r < reps; r++)
     for (unsigned i = 0; i < e.nmsgs; i++)
       arrive(e.msgs[i], o, reps > 1 ? 1 : o.stores);
-  k.drained[e.op] = 1;
+  k.drainedPass[e.op] = e.pass;
   k.buf.pop_front();
   k.nextDrain = now + C.tCK;
   wake(k.nextDrain);
@@ -378,7 +406,8 @@ Stats Sim::run() {
   }
   uint64_t end = lastDone, cycles = 0;
   for (size_t c = 0; c < cores.size(); c++) {
-    end = std::max(end, cores[c].finish);
+    if (!cores[c].background)
+      end = std::max(end, cores[c].finish);
     bool persists = false;
     for (const Op &o : P.threads[c].ops)
       persists = persists || o.kind == Op::Persist;

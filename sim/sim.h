@@ -40,6 +40,10 @@ struct Op {
 
 struct Thread {
   std::vector<Op> ops;
+  // A background thread (the paper's antagonists) runs its ops again and
+  // again until every other thread has finished, and its time is not the
+  // program's.
+  bool background = false;
   uint32_t tid = 0;      // the trace's thread id
   uint64_t tailWork = 0; // cycles after the last op
 };
@@ -57,11 +61,13 @@ struct Program {
 struct BuildOptions {
   uint32_t eventCycles = 25;
   bool lines = false;
-  bool coalesce = true; // stores to the line of the thread's previous op
-                        // share its persist buffer entry
+  bool coalesce = false; // stores to the line of the thread's previous
+                         // op share its persist buffer entry
   // Only events between the first begin and end of this mark (any thread),
   // e.g. a benchmark's measured phase without its set-up; "" = all.
   std::string mark;
+  // Threads that begin an operation of this mark are background threads.
+  std::string background;
 };
 
 // Builds the program of a trace file; throws std::runtime_error.
@@ -126,7 +132,10 @@ std::unique_ptr<Model> makeModel(const std::string &name); // throws
 // All times in picoseconds unless the name says otherwise.
 struct Machine {
   std::string name;
-  double cpuGHz = 2.0;         // core clock (the paper's Table 3)
+  double cpuGHz = 2.0; // core clock (the paper's Table 3)
+  // An acquire that reads another core's release waits for the line to
+  // come over: the paper's L2 hit latency (Table 3: 16 ns).
+  unsigned transferCycles = 32;
   unsigned persistBuffer = 32; // entries per core
   uint64_t drainPs = 10000;    // core to controller, per entry
   unsigned writeQueue = 64;    // the controller's write queue

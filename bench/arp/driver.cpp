@@ -264,15 +264,17 @@ int main(int argc, char **argv) {
   uint64_t counter = 0;
   for (unsigned i = 0; i < a.antagonists; i++)
     th.emplace_back([&] {
+      // pmkit-sim --background arp-background repeats this thread's trace
+      // for as long as the workers run, as the antagonists run here.
+      pmkit_mark_begin("arp-background");
       uint64_t n = 0;
       while (running.load(std::memory_order_relaxed)) {
         antagonistLock.lock(volatile_sync);
         counter++;
         antagonistLock.unlock(volatile_sync);
         n++;
-        for (int k = 0; k < 32; k++) // polling for events
-          __builtin_ia32_pause();
       }
+      pmkit_mark_end("arp-background");
       spins.fetch_add(n);
     });
   for (unsigned i = 0; i < a.workers; i++)

@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
                 workload_run = json.loads(r.stdout.strip().splitlines()[-1])
                 s = subprocess.run(
-                    [str(sim), "--mark", "arp-run", "--model", ",".join(MODELS),
+                    [str(sim), "--mark", "arp-run", "--background", "arp-background",
+                     "--model", ",".join(MODELS),
                      "--machine", args.machine, "--json", str(out), str(trace)],
                     capture_output=True, text=True, timeout=1800,
                 )  # fmt: skip
