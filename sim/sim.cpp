@@ -28,6 +28,7 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace pms {
 
@@ -139,6 +140,12 @@ private:
   uint64_t cycPs = 500;
   uint64_t now = 0, next = NEVER;
   size_t foreground = 0; // foreground threads not finished
+  // The locks background threads contend for, by variable.
+  struct Lock {
+    int64_t holder = -1, last = -1; // cores
+    uint64_t at = 0;                // of the last release
+  };
+  std::unordered_map<uint64_t, Lock> locks;
   Stats S;
   std::vector<Msg> tmp;
 
@@ -177,7 +184,16 @@ bool Sim::stepCore(size_t c) {
     }
     const Op &o = th.ops[k.idx];
     uint64_t start = k.t + (uint64_t)o.work * cycPs;
-    if (o.kind == Op::Acquire && o.srcTid >= 0 && (size_t)o.srcTid != c) {
+    if (k.background && o.kind == Op::Acquire) {
+      // Background threads contend for their locks here and now: an
+      // acquire waits for the holder's release and for the line to come.
+      Lock &l = locks[o.addr];
+      if (l.holder >= 0 && (size_t)l.holder != c)
+        return moved; // woken when it is released
+      if (l.last >= 0 && (size_t)l.last != c)
+        start = std::max(start, l.at + C.transferCycles * cycPs);
+    } else if (o.kind == Op::Acquire && o.srcTid >= 0 &&
+               (size_t)o.srcTid != c) {
       const Core &s = cores[o.srcTid];
       uint32_t p = s.issuedPass[o.srcIdx];
       if (p == UINT32_MAX || p < (s.background ? k.pass : 0))
@@ -205,12 +221,22 @@ bool Sim::stepCore(size_t c) {
     k.issued[k.idx] = now;
     k.issuedPass[k.idx] = k.pass;
     k.t = now;
+    if (k.background && o.kind == Op::Acquire)
+      locks[o.addr].holder = (int64_t)c;
+    if (k.background && o.kind == Op::Release) {
+      Lock &l = locks[o.addr];
+      l.holder = -1;
+      l.last = (int64_t)c;
+      l.at = now;
+    }
     if (needEntry) {
       Entry e;
       e.op = (uint32_t)k.idx;
       e.pass = k.pass;
       e.ready = now + C.drainPs;
-      if (track && o.kind == Op::Acquire && o.srcTid >= 0 &&
+      // A background thread's lock order is the one it took here (above),
+      // not the recorded one, and it persists nothing to order.
+      if (track && !k.background && o.kind == Op::Acquire && o.srcTid >= 0 &&
           (size_t)o.srcTid != c) {
         e.depTid = o.srcTid;
         e.depIdx = o.srcIdx;
