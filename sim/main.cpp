@@ -29,7 +29,7 @@ const char *usage =
     "  --set K=V         override a machine parameter (times in ps):\n"
     "                    banks, row-bytes, write-queue, persist-buffer,\n"
     "                    tCK, tRCD, tWP, tCWD, tBURST, drain, cpu-ghz,\n"
-    "                    transfer-cycles\n"
+    "                    transfer-cycles, fence-cycles\n"
     "  --event-cycles N  core cycles per traced event (default 25)\n"
     "  --lines           count a cache line written as one persist (default:\n"
     "                    every 8-byte store is one, as in the paper)\n"
@@ -81,6 +81,7 @@ void setParam(Machine &m, const std::string &kv) {
       {"write-queue", nullptr, &m.writeQueue},
       {"persist-buffer", nullptr, &m.persistBuffer},
       {"transfer-cycles", nullptr, &m.transferCycles},
+      {"fence-cycles", nullptr, &m.fenceCycles},
       {"tCK", &m.tCK, nullptr},
       {"tRCD", &m.tRCD, nullptr},
       {"tWP", &m.tWP, nullptr},
@@ -125,6 +126,7 @@ void writeJson(const std::string &path, const std::string &trace,
     << ", \"tCWD_ps\": " << m.tCWD << ", \"tBURST_ps\": " << m.tBURST
     << ", \"drain_ps\": " << m.drainPs
     << ", \"transfer_cycles\": " << m.transferCycles
+    << ", \"fence_cycles\": " << m.fenceCycles
     << "},\n  \"event_cycles\": " << B.eventCycles
     << ",\n  \"coalesce\": " << (B.coalesce ? "true" : "false")
     << ",\n  \"models\": [\n";

@@ -220,7 +220,12 @@ bool Sim::stepCore(size_t c) {
     }
     k.issued[k.idx] = now;
     k.issuedPass[k.idx] = k.pass;
-    k.t = now;
+    // A full barrier is a full fence on the core too (dmb, mfence): the
+    // core waits for its earlier stores to leave the store buffer.
+    uint64_t fences = 0;
+    for (Msg m : tmp)
+      fences += m == Msg::Full;
+    k.t = now + fences * C.fenceCycles * cycPs;
     if (k.background && o.kind == Op::Acquire)
       locks[o.addr].holder = (int64_t)c;
     if (k.background && o.kind == Op::Release) {

@@ -136,6 +136,9 @@ struct Machine {
   // An acquire that reads another core's release waits for the line to
   // come over: the paper's L2 hit latency (Table 3: 16 ns).
   unsigned transferCycles = 32;
+  // A full fence holds its core until earlier stores reach the L2: the
+  // same latency. One-way acquires and releases do not hold it.
+  unsigned fenceCycles = 32;
   unsigned persistBuffer = 32; // entries per core
   uint64_t drainPs = 10000;    // core to controller, per entry
   unsigned writeQueue = 64;    // the controller's write queue

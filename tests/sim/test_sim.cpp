@@ -252,6 +252,26 @@ static void storesAndCombining() {
   CHECK(arp.writes <= 3 && arp.writes >= 2);
 }
 
+// A full barrier holds its core (fenceCycles); one-way barriers do not.
+static void fenceStalls() {
+  ProgramBuilder f(1), o(1);
+  for (unsigned i = 0; i < 20; i++) {
+    f.persist(0, L(i)).seqPoint(0);
+    o.persist(0, L(i)).release(0, 0x10).acquire(0, 0x20);
+  }
+  // On memory too fast to matter, the time is the core's own: 20 fences of
+  // fenceCycles each, or none.
+  Machine fast = machinePreset("pcm");
+  uint64_t cyc = (uint64_t)(1000 / fast.cpuGHz);
+  fast.tWP = fast.tRCD = fast.tCWD = fast.tBURST = fast.tCK = 1;
+  fast.drainPs = 1;
+  Stats full = run(f.program(), "arp", nullptr, fast);
+  Stats oneWay = run(o.program(), "arp", nullptr, fast);
+  const Machine &m = fast;
+  CHECK(full.timePs >= 20 * m.fenceCycles * cyc);
+  CHECK(oneWay.timePs < 20 * m.fenceCycles * cyc);
+}
+
 static void badInput() {
   bool threw = false;
   try {
@@ -281,6 +301,7 @@ int main() {
   backPressure();
   determinismAndOrder();
   storesAndCombining();
+  fenceStalls();
   badInput();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
