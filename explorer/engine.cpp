@@ -264,6 +264,7 @@ private:
   }
   void settle();
   bool close(std::vector<Choice> &cs);
+  std::vector<Choice> recentLoss(std::mt19937_64 &rng);
 
   void fence(uint32_t tid) {
     for (auto [ui, cnt] : pending[tid])
@@ -373,6 +374,35 @@ void Engine::settle() {
           raise(ui, pos + 1);
       }
   }
+}
+
+// The arp model's candidate images: each thread loses some of its most
+// recent writes (up to 64 back, each with probability 1/2), the writes an
+// ordering lets go first; close() then adds what they drag along. Uniform
+// choices per unit mostly lose an early write and, closed, little is left.
+std::vector<Choice> Engine::recentLoss(std::mt19937_64 &rng) {
+  std::unordered_map<uint32_t, uint32_t> keep; // unit -> pieces kept
+  for (uint32_t t = 0; t < PO->width(); t++) {
+    const std::vector<uint32_t> &ws = PO->writesOf(t);
+    size_t span = std::min<size_t>(ws.size(), 1 + rng() % 64);
+    for (size_t i = ws.size() - span; i < ws.size(); i++) {
+      if (rng() % 2)
+        continue;
+      for (auto [ui, pos] : evUnits[ws[i]]) {
+        if (pos < units[ui].lb)
+          continue; // durable
+        auto it = keep.find(ui);
+        if (it == keep.end() || pos < it->second)
+          keep[ui] = pos;
+      }
+    }
+  }
+  std::vector<Choice> cs;
+  for (auto [ui, k] : keep)
+    cs.push_back({ui, k, (uint32_t)units[ui].hist.size()});
+  std::sort(cs.begin(), cs.end(),
+            [](const Choice &a, const Choice &b) { return a.ui < b.ui; });
+  return cs;
 }
 
 // The arp model: loses, with each lost write, every write ordered after it,
@@ -619,6 +649,11 @@ void Engine::generate(size_t point, size_t pos) {
       cand.push_back(std::move(cs));
     }
     while (cand.size() < perPoint) {
+      if (PO) { // mostly what ordering lets go first: recent writes
+        cand.push_back(recentLoss(rng));
+        if (cand.size() % 4)
+          continue;
+      }
       std::vector<Choice> cs;
       for (uint32_t ui : u) {
         uint32_t n = (uint32_t)units[ui].hist.size();

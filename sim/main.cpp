@@ -2,7 +2,8 @@
 //
 // main.cpp -- the command line of pmkit-sim (`pmkit sim` runs it):
 //   pmkit-sim [--model M[,M...]|all] [--machine pcm|optane] [--set K=V]...
-//             [--event-cycles N] [--no-coalesce] [--json FILE] TRACE
+//             [--event-cycles N] [--lines] [--coalesce] [--mark NAME]
+//             [--background NAME] [--json FILE] TRACE
 // simulates the trace under each model on one machine and prints a table:
 // persists per epoch, row-buffer miss rate and execution time, each also
 // relative to the first model given. Exit 0, or 2 with one line on bad
@@ -66,8 +67,8 @@ void setParam(Machine &m, const std::string &kv) {
   if (k == "cpu-ghz") {
     char *end = nullptr;
     double g = strtod(v.c_str(), &end);
-    if (v.empty() || *end || g <= 0)
-      bad("cpu-ghz needs a positive number");
+    if (v.empty() || *end || !(g >= 0.01 && g <= 100))
+      bad("cpu-ghz needs a number from 0.01 to 100");
     m.cpuGHz = g;
     return;
   }
@@ -204,6 +205,9 @@ int main(int argc, char **argv) {
   }
   if (trace.empty())
     bad("no trace given (see --help)");
+  if (!B.background.empty() && B.eventCycles == 0)
+    bad("--background needs --event-cycles of 1 or more (a background "
+        "thread whose ops take no time would replay them forever)");
   for (const std::string &s : sets)
     setParam(m, s);
   std::vector<std::unique_ptr<Model>> ms;

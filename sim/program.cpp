@@ -28,18 +28,33 @@ uint64_t Program::persists() const {
 namespace {
 
 // Appends ops to threads and links acquires (shared by both builders).
+// The acquire half of a read-modify-write (recorded after its release
+// half) reads the release before it, not its own.
 struct Linker {
+  using Ref = std::pair<int32_t, uint32_t>; // thread, op
   Program &P;
-  std::unordered_map<uint64_t, std::pair<int32_t, uint32_t>> last;
-  void push(unsigned t, Op o) {
+  std::unordered_map<uint64_t, Ref> last;
+  std::unordered_map<unsigned, std::pair<uint64_t, Ref>> rmwPrior;
+  void push(unsigned t, Op o, bool rmw = false) {
     Thread &th = P.threads[t];
     if (o.kind == Op::Acquire) {
-      auto it = last.find(o.addr);
-      if (it != last.end()) {
-        o.srcTid = it->second.first;
-        o.srcIdx = it->second.second;
+      auto prior = rmwPrior.find(t);
+      Ref src{-1, 0};
+      if (rmw && prior != rmwPrior.end() && prior->second.first == o.addr) {
+        src = prior->second.second;
+      } else {
+        auto it = last.find(o.addr);
+        if (it != last.end())
+          src = it->second;
       }
+      o.srcTid = src.first;
+      o.srcIdx = src.second;
+      rmwPrior.erase(t);
     } else if (o.kind == Op::Release) {
+      if (rmw) {
+        auto it = last.find(o.addr);
+        rmwPrior[t] = {o.addr, it == last.end() ? Ref{-1, 0} : it->second};
+      }
       last[o.addr] = {(int32_t)t, (uint32_t)th.ops.size()};
     }
     th.ops.push_back(o);
@@ -128,7 +143,7 @@ Program fromTrace(const std::string &path, const BuildOptions &O) {
                                           : Op::SeqPoint;
     o.addr = e.addr;
     o.work = take(t);
-    L.push(t, o);
+    L.push(t, o, e.aux & PMKIT_SYNC_RMW);
   }
   for (unsigned t = 0; t < P.threads.size(); t++)
     P.threads[t].tailWork = work[t];

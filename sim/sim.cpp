@@ -225,6 +225,8 @@ bool Sim::stepCore(size_t c) {
     uint64_t fences = 0;
     for (Msg m : tmp)
       fences += m == Msg::Full;
+    if (M.perStore()) // each store is sent, and fenced, on its own
+      fences *= o.stores;
     k.t = now + fences * C.fenceCycles * cycPs;
     if (k.background && o.kind == Op::Acquire)
       locks[o.addr].holder = (int64_t)c;
@@ -277,7 +279,9 @@ bool Sim::drain(size_t c) {
   }
   const Op &o = P.threads[c].ops[e.op];
   uint32_t reps = M.perStore() ? o.stores : 1;
-  if (e.persists() && wq.size() + reps > C.writeQueue)
+  // An op of more stores than the queue holds goes when it is empty.
+  if (e.persists() && !wq.empty() &&
+      wq.size() + std::min<uint64_t>(reps, C.writeQueue) > C.writeQueue)
     return false; // woken when a write issues
   for (uint32_t r = 0; r < reps; r++)
     for (unsigned i = 0; i < e.nmsgs; i++)

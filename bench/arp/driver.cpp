@@ -32,11 +32,16 @@ void *palloc(pmkit_pool *pool, size_t size) {
   return p;
 }
 
-// `n` is (tag << 8 | count); each entry carries its transaction's tag. A
-// transaction's entries are written after a sequence point that follows
-// the previous one's data, so an entry with a newer tag than n's means the
-// transaction n names is complete: it must not be rolled back.
+// `n` is (tag << 8 | count); each entry carries its transaction's tag and a
+// checksum. The next transaction's entries follow a sequence point after
+// this one's data, but nothing orders this one's disarm before them, and
+// their words persist one by one: an entry the next transaction has
+// touched at all (a newer tag, or a checksum that does not match) means
+// the transaction n names is complete and must not be rolled back.
 static uint64_t tagOf(uint64_t n) { return n >> 8; }
+static uint64_t entrySum(const uint64_t *addr, uint64_t old, uint64_t tag) {
+  return mix((uint64_t)(uintptr_t)addr ^ mix(old ^ mix(tag)));
+}
 
 void Tx::add(uint64_t *p) {
   if (fill_ == UndoLog::MAX) {
@@ -47,6 +52,7 @@ void Tx::add(uint64_t *p) {
   e.addr = p;
   e.old = *p;
   e.tag = tagOf(log_.n) + 1;
+  e.sum = entrySum(p, e.old, e.tag);
 }
 
 void Tx::arm() {
@@ -66,8 +72,8 @@ void UndoLog::recover() {
   if (!count)
     return;
   for (uint64_t i = 0; i < count; i++)
-    if (e[i].tag != tag)
-      count = 0; // overwritten by the next transaction: this one finished
+    if (e[i].tag != tag || e[i].sum != entrySum(e[i].addr, e[i].old, tag))
+      count = 0; // the next transaction wrote here: this one finished
   for (uint64_t i = count; i-- > 0;)
     *e[i].addr = e[i].old;
   pmkit::sequence_point();

@@ -93,12 +93,13 @@ private:
 // Three sequence points per transaction, as in the paper's logging
 // workloads.
 struct UndoLog {
-  static constexpr unsigned MAX = 84;
+  static constexpr unsigned MAX = 63;
   uint64_t n; // (tag << 8 | entries that count); 0 entries: nothing to undo
   struct {
     uint64_t *addr;
     uint64_t old;
     uint64_t tag; // the transaction's, as in n
+    uint64_t sum; // of the three: a half-written entry does not match
   } e[MAX];
   void recover();
 };
