@@ -120,7 +120,7 @@ EXPLORE_CASES = [
 def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
     """Every crash image of a small run of each workload, under the x86 model (the lowering) and
     the arp model (the language rules), with the must-fail controls beside them."""
-        exe = ARP / f"arp_bench-{build}"
+    exe = ARP / f"arp_bench-{build}"
     if not exe.exists():
         pytest.skip("traced builds need the pass plugin")
     if w == "tpcc" and not ok:
