@@ -639,9 +639,13 @@ void Engine::generate(size_t point, size_t pos) {
       none.push_back(lbChoice(ui));
     cand.push_back(none);
     cand.push_back({});
-    for (size_t i = 0; i < u.size() && cand.size() < perPoint; i++)
+    // The arp model keeps half of the images for losses of recent writes:
+    // single units, taken in address order, would spend a small budget on
+    // the lowest addresses alone.
+    size_t structured = PO ? 2 + (perPoint - 2) / 2 : perPoint;
+    for (size_t i = 0; i < u.size() && cand.size() < structured; i++)
       cand.push_back({lbChoice(u[i])});
-    for (size_t i = 0; i < u.size() && cand.size() < perPoint; i++) {
+    for (size_t i = 0; i < u.size() && cand.size() < structured; i++) {
       std::vector<Choice> cs;
       for (size_t j = 0; j < u.size(); j++)
         if (j != i)

@@ -123,10 +123,11 @@ def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
     exe = ARP / f"arp_bench-{build}"
     if not exe.exists():
         pytest.skip("traced builds need the pass plugin")
-    if w == "tpcc" and not ok:
-        # Since log entries carry checksums, no sampled image of this small run is
-        # inconsistent, even unflushed (20000 images tried); not understood yet.
-        pytest.skip("tpcc's must-fail control finds no image (open question)")
+    if w == "tpcc" and model == "x86" and not ok:
+        # The x86 model spends a small per-point budget on single-unit deviations in address
+        # order; tpcc's 400 undetermined units leave no room for random images, and the
+        # undo log (lowest addresses) repairs every single loss. Its arp-model control fails.
+        pytest.skip("x86 sampling reaches no inconsistent tpcc image (docs/explorer.md)")
     r = run(
         "explore", "--model", model, "--no-progress", "--mark", "arp-run", "--budget", "3000",
         "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
