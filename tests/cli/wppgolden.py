@@ -83,9 +83,16 @@ def native(exe: Path, name: str, scratch: Path) -> tuple[bytes, float]:
 
 
 def trial(
-    exe: Path, name: str, want: bytes, runtime: float, scratch: Path, rng: random.Random
+    exe: Path,
+    name: str,
+    want: bytes,
+    runtime: float,
+    scratch: Path,
+    rng: random.Random,
+    scale: float = 1.0,
 ) -> Trial:
-    """One trial: k in 1..3 failures, each at a random point of the remaining run."""
+    """One trial: k in 1..3 failures, each at a random point of the remaining run (of the
+    native run time times `scale`)."""
     prog = PROGRAMS[name]
     ctx = scratch / "ctx"
     shutil.rmtree(ctx, ignore_errors=True)
@@ -98,7 +105,7 @@ def trial(
         )
         if sent < k:
             try:
-                p.wait(timeout=rng.uniform(0.05, 0.8) * runtime + 0.02)
+                p.wait(timeout=rng.uniform(0.05, 0.8) * runtime * scale + 0.02)
             except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGPWR)
                 sent += 1
@@ -126,7 +133,8 @@ def trial(
 
 def campaign(names: list[str], trials: int, seed: int, workdir: Path, log=print) -> dict:
     """trials per program; a trial without any restore (the program ended before the failure)
-    is run again, up to 3 times, so each counted trial has at least one real restore."""
+    is run again, up to 3 times with the failures drawn from a half, a quarter and an eighth of
+    the run (the native run may have been slower), so each counted trial has a real restore."""
     rng = random.Random(seed)
     summary = {}
     for name in names:
@@ -137,8 +145,8 @@ def campaign(names: list[str], trials: int, seed: int, workdir: Path, log=print)
         good = restores = failures = 0
         bad = []
         for _ in range(trials):
-            for _attempt in range(4):
-                t = trial(exe, name, want, runtime, scratch, rng)
+            for attempt in range(4):
+                t = trial(exe, name, want, runtime, scratch, rng, 0.5**attempt)
                 if not t.ok or t.restores:
                     break
             restores += t.restores
