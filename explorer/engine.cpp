@@ -430,8 +430,17 @@ bool Engine::close(std::vector<Choice> &cs) {
       auto it = where.find(ui);
       uint32_t n = (uint32_t)u.hist.size();
       uint32_t k = it == where.end() ? n : cs[it->second].k;
-      for (uint32_t j = u.lb; j < k; j++) {
-        const uint32_t *D = PO->front(u.hist[j].ev);
+      // Only writes whose bytes the image shows are held to the order: an
+      // earlier write covered by a later kept one may never have persisted.
+      uint64_t covered = 0;
+      for (uint32_t j = k; j-- > u.lb;) {
+        const Piece &pc = u.hist[j];
+        uint64_t mask = (pc.len >= 64 ? ~0ull : ((1ull << pc.len) - 1))
+                        << pc.off;
+        if (!(mask & ~covered))
+          continue;
+        covered |= mask;
+        const uint32_t *D = PO->front(pc.ev);
         size_t t = 0;
         while (t < W && D[t] <= minLost[t])
           t++;
