@@ -38,19 +38,33 @@ void PersistOrder::observe(size_t i) {
     curId_[t] = NONE;
   } else if (e.kind == PMKIT_EV_RELEASE) {
     // The acquire half of a read-modify-write reads what came before it.
+    std::vector<uint32_t> prior;
     if (e.aux & PMKIT_SYNC_RMW) {
       auto it = released_.find(e.addr);
-      rmwPrior_[t] = {e.addr, it == released_.end() ? std::vector<uint32_t>()
-                                                    : it->second};
+      if (it != released_.end())
+        prior = it->second;
+      rmwPrior_[t] = {e.addr, prior};
     }
     if (vol) { // an acquire reading it is ordered after nothing
       released_.erase(e.addr);
       return;
     }
-    // Equation 2's left half (3: with what is ordered before it).
+    // Equation 2's left half (3: with what is ordered before it). A
+    // read-modify-write continues the release sequence it extends.
     std::vector<uint32_t> C = F;
     C[t] = (uint32_t)writes_[t].size();
+    for (size_t u = 0; u < prior.size(); u++)
+      C[u] = std::max(C[u], prior[u]);
     released_[e.addr] = std::move(C);
+  } else if (e.kind == PMKIT_EV_ACQUIRE && (e.aux & PMKIT_SYNC_FAILED)) {
+    // The compare-exchange failed: its release never happened.
+    auto prior = rmwPrior_.find(t);
+    if (prior != rmwPrior_.end() && prior->second.first == e.addr) {
+      if (prior->second.second.empty())
+        released_.erase(e.addr);
+      else
+        released_[e.addr] = prior->second.second;
+    }
   } else if (e.kind == PMKIT_EV_ACQUIRE && !vol) {
     const std::vector<uint32_t> *C = nullptr;
     auto prior = rmwPrior_.find(t);

@@ -35,6 +35,16 @@ struct Linker {
   Program &P;
   std::unordered_map<uint64_t, Ref> last;
   std::unordered_map<unsigned, std::pair<uint64_t, Ref>> rmwPrior;
+  // A compare-exchange failed: its release (just recorded) did not happen.
+  void failed(unsigned t, uint64_t addr) {
+    auto prior = rmwPrior.find(t);
+    if (prior == rmwPrior.end() || prior->second.first != addr)
+      return;
+    if (prior->second.second.first < 0)
+      last.erase(addr);
+    else
+      last[addr] = prior->second.second;
+  }
   void push(unsigned t, Op o, bool rmw = false) {
     Thread &th = P.threads[t];
     if (o.kind == Op::Acquire) {
@@ -137,6 +147,10 @@ Program fromTrace(const std::string &path, const BuildOptions &O) {
         L.push(t, o);
       }
       continue;
+    }
+    if (e.kind == PMKIT_EV_ACQUIRE && (e.aux & PMKIT_SYNC_FAILED)) {
+      L.failed(t, e.addr);
+      continue; // an event of the trace, not an op of the program
     }
     o.kind = e.kind == PMKIT_EV_ACQUIRE   ? Op::Acquire
              : e.kind == PMKIT_EV_RELEASE ? Op::Release

@@ -72,8 +72,9 @@ template <class T> constexpr uint32_t sizeOf() {
 // std::atomic<T> whose acquires and releases order persists (see above).
 // Every operation takes the memory order of its std::atomic counterpart and
 // then a persistency; a read-modify-write is a release before and an
-// acquire after, as its order says. A compare-exchange with a releasing
-// order counts as a release even when it fails.
+// acquire after, as its order says. A compare-exchange that fails records
+// that its release did not happen (a FAILED event), so that readers of the
+// trace undo it.
 template <class T> class atomic {
   static_assert(std::is_trivially_copyable_v<T>,
                 "pmkit::atomic<T> needs a trivially copyable T");
@@ -181,6 +182,8 @@ private:
     bool ok =
         weak ? v_.compare_exchange_weak(expected, desired, success, failure)
              : v_.compare_exchange_strong(expected, desired, success, failure);
+    if (!ok && arp_detail::releases(success)) // the release did not happen
+      acquired(expected, p, PMKIT_SYNC_RMW | PMKIT_SYNC_FAILED);
     if (arp_detail::acquires(ok ? success : failure))
       acquired(ok ? want : expected, p, PMKIT_SYNC_RMW);
     return ok;

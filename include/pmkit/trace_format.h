@@ -128,6 +128,10 @@ enum {
   PMKIT_SYNC_VOLATILE = 0x1,
   /* The access is a read-modify-write (its value is the one written). */
   PMKIT_SYNC_RMW = 0x2,
+  /* On an ACQUIRE: not an acquire but the news that the compare-exchange
+   * whose RELEASE came just before failed: it wrote nothing, and that
+   * release did not happen. */
+  PMKIT_SYNC_FAILED = 0x4,
 };
 
 enum {

@@ -139,18 +139,21 @@ bool Lowerer::lower(Function &F) {
   for (size_t K = 0; K < Syncs.size(); K++) {
     auto [CB, S] = Syncs[K];
     bool Persistent = !(SyncFlags[K] & PMKIT_SYNC_VOLATILE);
+    if (SyncFlags[K] & PMKIT_SYNC_FAILED) // news for the trace, not a sync
+      S = Sync::None;
     IRBuilder<> B(CB);
     B.SetCurrentDebugLocation(CB->getDebugLoc());
     ++NumSyncs;
     switch (LoweringOpt) {
     case Lowering::ARP:
-      if (Persistent && S != Sync::Acquire)
+      if (Persistent && (S == Sync::Release || S == Sync::SeqPoint))
         fence(B, Intrinsic::x86_sse_sfence);
       else
         ++NumVolatile;
       break;
     case Lowering::Epoch:
-      fence(B, Intrinsic::x86_sse2_mfence);
+      if (S != Sync::None)
+        fence(B, Intrinsic::x86_sse2_mfence);
       break;
     case Lowering::SCP:
       break;
