@@ -33,7 +33,7 @@ namespace {
 struct Linker {
   using Ref = std::pair<int32_t, uint32_t>; // thread, op
   Program &P;
-  std::unordered_map<uint64_t, Ref> last;
+  std::unordered_map<uint64_t, Ref> &last;
   std::unordered_map<unsigned, std::pair<uint64_t, Ref>> rmwPrior;
   // A compare-exchange failed: its release (just recorded) did not happen.
   void failed(unsigned t, uint64_t addr) {
@@ -76,7 +76,8 @@ struct Linker {
 Program fromTrace(const std::string &path, const BuildOptions &O) {
   pmx::Trace T(path);
   Program P;
-  Linker L{P, {}};
+  std::unordered_map<uint64_t, Linker::Ref> last;
+  Linker L{P, last, {}};
   std::unordered_map<uint32_t, unsigned> index; // trace tid -> thread
   std::vector<uint64_t> work;                   // pending cycles per thread
   auto threadOf = [&](uint32_t tid) {
@@ -178,9 +179,8 @@ ProgramBuilder &ProgramBuilder::push(unsigned t, Op::Kind k, uint64_t addr,
   o.addr = addr;
   o.vol = vol;
   o.work = work;
-  Linker L{P, std::move(lastRelease)};
+  Linker L{P, lastRelease, {}};
   L.push(t, o);
-  lastRelease = std::move(L.last);
   return *this;
 }
 

@@ -115,27 +115,33 @@ EXPLORE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("w", WORKLOADS)
-@pytest.mark.parametrize("build, model, brk, ok", EXPLORE_CASES)
-def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
-    """Every crash image of a small run of each workload, under the x86 model (the lowering) and
-    the arp model (the language rules), with the must-fail controls beside them."""
+def explore(run, shm, tmp_path, build, model, w, budget=3000, brk=""):
+    """`pmkit explore` on a small run of workload w (2 workers, 1 antagonist, 40 tasks)."""
     exe = ARP / f"arp_bench-{build}"
     if not exe.exists():
         pytest.skip("traced builds need the pass plugin")
-    if w == "tpcc" and model == "x86" and not ok:
-        # The x86 model spends a small per-point budget on single-unit deviations in address
-        # order; tpcc's 400 undetermined units leave no room for random images, and the
-        # undo log (lowest addresses) repairs every single loss. Its arp-model control fails.
-        pytest.skip("x86 sampling reaches no inconsistent tpcc image (docs/explorer.md)")
-    r = run(
-        "explore", "--model", model, "--no-progress", "--mark", "arp-run", "--budget", "3000",
-        "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
+    return run(
+        "explore", "--model", model, "--no-progress", "--mark", "arp-run",
+        "--budget", str(budget), "--per-point", "256",
+        "--save-dir", str(tmp_path / "failures"),
         "--check", f"{exe} {w} --check {{pool}}", "--", str(exe), w, "--ops", "40",
         "--workers", "2", "--antagonists", "1", "--scale", "0.01",
         "--pool", str(shm / f"x-{w}.pool"), "--pool-mib", "16",
         env={"PMKIT_ARP_BREAK": brk} if brk else None,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("w", WORKLOADS)
+@pytest.mark.parametrize("build, model, brk, ok", EXPLORE_CASES)
+def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
+    """Every crash image of a small run of each workload, under the x86 model (the lowering) and
+    the arp model (the language rules), with the must-fail controls beside them."""
+    if w == "tpcc" and model == "x86" and not ok:
+        # The x86 model spends a small per-point budget on single-unit deviations in address
+        # order; tpcc's 400 undetermined units leave no room for random images, and the
+        # undo log (lowest addresses) repairs every single loss. Its arp-model control fails.
+        pytest.skip("x86 sampling reaches no inconsistent tpcc image (docs/explorer.md)")
+    r = explore(run, shm, tmp_path, build, model, w, brk=brk)
     assert r.returncode == (0 if ok else 1), r.stdout + r.stderr
     assert ("result: ok" in r.stdout) == ok
 
@@ -144,31 +150,12 @@ def test_explore_arp_undo_log(run, shm, tmp_path):
     """The case the arp model found: a disarm lost while the next transaction's log entry is
     half written (tag old, address new) rolled back the wrong word. Entries carry a checksum now;
     20000 images cover it (3000 did not)."""
-    exe = ARP / "arp_bench-unflushed"
-    if not exe.exists():
-        pytest.skip("traced builds need the pass plugin")
-    r = run(
-        "explore", "--model", "arp", "--no-progress", "--mark", "arp-run", "--budget", "20000",
-        "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
-        "--check", f"{exe} sps --check {{pool}}", "--", str(exe), "sps", "--ops", "40",
-        "--workers", "2", "--antagonists", "1", "--scale", "0.01",
-        "--pool", str(shm / "x-sps.pool"), "--pool-mib", "16",
-    )  # fmt: skip
+    r = explore(run, shm, tmp_path, "unflushed", "arp", "sps", budget=20000)
     assert r.returncode == 0 and "result: ok" in r.stdout, r.stdout + r.stderr
 
 
 def test_explore_arp_needs_releases(run, shm, tmp_path):
     """Array swaps under the arp model with every release recorded as volatile: a swap's writes
     are no longer ordered after the previous holder's, and recovery finds the loss."""
-    exe = ARP / "arp_bench-unflushed"
-    if not exe.exists():
-        pytest.skip("traced builds need the pass plugin")
-    r = run(
-        "explore", "--model", "arp", "--no-progress", "--mark", "arp-run", "--budget", "3000",
-        "--per-point", "256", "--save-dir", str(tmp_path / "failures"),
-        "--check", f"{exe} sps --check {{pool}}", "--", str(exe), "sps", "--ops", "40",
-        "--workers", "2", "--antagonists", "1", "--scale", "0.01",
-        "--pool", str(shm / "x-sps.pool"), "--pool-mib", "16",
-        env={"PMKIT_ARP_BREAK": "releases"},
-    )  # fmt: skip
+    r = explore(run, shm, tmp_path, "unflushed", "arp", "sps", brk="releases")
     assert r.returncode == 1 and "result: FAILED" in r.stdout, r.stdout + r.stderr
