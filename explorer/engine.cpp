@@ -129,6 +129,8 @@ const char *kindName(uint8_t k) {
     return "release";
   case PMKIT_EV_SEQPOINT:
     return "sequence point";
+  case PMKIT_EV_CALL:
+    return "uninstrumented call";
   }
   return "?";
 }

@@ -247,9 +247,9 @@ void record(const std::vector<std::string> &prog, const std::string &trace,
 
 void dumpTrace(const Trace &T) {
   static const char *kinds[] = {
-      "?",         "store",      "ntstore", "rmw",        "memset",
-      "flush",     "fence",      "load",    "mark-begin", "mark-end",
-      "pool-open", "pool-close", "acquire", "release",    "seqpoint"};
+      "?",       "store",   "ntstore",    "rmw",      "memset",    "flush",
+      "fence",   "load",    "mark-begin", "mark-end", "pool-open", "pool-close",
+      "acquire", "release", "seqpoint",   "call"};
   for (const Pool &p : T.pools)
     printf("pool %u %s base %#llx size %llu\n", p.id, p.path.c_str(),
            (unsigned long long)p.base, (unsigned long long)p.size);

@@ -108,7 +108,7 @@ Trace::Trace(const std::string &path) {
         p += sizeof e;
         Event ev{e.seq, e.addr, e.arg,  nullptr, e.loc,
                  b.tid, e.kind, e.size, e.aux};
-        if (e.kind < PMKIT_EV_STORE || e.kind > PMKIT_EV_SEQPOINT)
+        if (e.kind < PMKIT_EV_STORE || e.kind > PMKIT_EV_CALL)
           throw Error(path + ": unknown event kind " + std::to_string(e.kind) +
                       at(p - sizeof e));
         if ((e.kind == PMKIT_EV_STORE || e.kind == PMKIT_EV_NTSTORE ||

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_TRACE_VERSION 2u
+#define PMKIT_TRACE_VERSION 3u
 #define PMKIT_TRACE_MAGIC "PMKTRACE" /* 8 bytes, no NUL in the file */
 
 /* Header flags. */
@@ -119,6 +119,15 @@ enum {
    * thread is ordered before every later one. aux = PMKIT_SYNC_* flags;
    * addr and arg are 0. */
   PMKIT_EV_SEQPOINT = 14,
+  /* A call to code the trace pass did not instrument (a function only
+   * declared in the module: the C library, the kernel through it) that was
+   * given a pointer into a pool: addr = that pointer, arg = 0, size = 0,
+   * aux = 0, loc = the call site. Recorded before the call. It writes
+   * nothing a reader can see; a reader names it when the pool content at
+   * close differs from the traced writes (what could have written there).
+   * Calls the pass knows to write (read, recv, clock_gettime, ...) are
+   * also recorded as the STORE of the bytes they wrote, after the call. */
+  PMKIT_EV_CALL = 15,
 };
 
 /* Flags of ACQUIRE, RELEASE and SEQPOINT events. */
@@ -205,6 +214,8 @@ static inline uint64_t pmkit_trace_checksum(const void *p, uint64_t n) {
  *   1  first version: header, EVENTS/STRING/POOL/END blocks, 32-byte events.
  *   2  ACQUIRE, RELEASE and SEQPOINT events with PMKIT_SYNC_* flags (arp
  *      mode). Readers accept version 1 traces, which have none.
+ *   3  CALL events (uninstrumented calls given a pool pointer). Readers
+ *      accept versions 1 and 2, which have none.
  */
 
 #ifdef __cplusplus
