@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build"
+# A second build tree (PMKIT_BUILD_DIR) can be tested beside the default one.
+BUILD = Path(os.environ.get("PMKIT_BUILD_DIR", ROOT / "build")).resolve()
 
 
 def pmkit(*args: str, env: dict | None = None, cwd: Path | None = None):
