@@ -60,6 +60,7 @@ struct Unit {
   std::vector<uint8_t> before; // hist.size() x unit bytes
   uint32_t lb = 0;
   int32_t undPos = -1;
+  uint32_t covered = 0; // sampled images that lost it alone
 };
 
 // One deviation, as the engine knows it: unit ui keeps k of its n writes.
@@ -69,14 +70,55 @@ struct Choice {
 
 struct JobInfo {
   size_t point = 0; // index into the crash points
-  size_t pos = 0;
+  size_t pos = 0;   // the image is the state before events[pos], changed
   std::vector<Choice> choices;
+  bool torn = false; // in the middle of events[pos - 1]
+  uint64_t hash = 0; // of the image's content
+};
+
+// A crash point: before events[pos], or, torn, in the middle of the
+// multi-word write events[pos] (eadr and strict: the write persisted a
+// prefix of its words, in address order).
+struct CrashPoint {
+  size_t pos = 0;
+  bool torn = false;
+  size_t state() const { return torn ? pos + 1 : pos; } // events applied
+};
+
+// How much of one crash point was explored.
+struct PointCover {
+  double total = 0;   // images the model allows here (before de-duplication)
+  uint64_t tried = 0; // candidate images generated here
+  bool exhaustive = false;
+  bool skipped = false; // the budget ran out before this point
 };
 
 struct Failure {
   JobInfo info;
   Result result;
 };
+
+// Locations in the pmkit runtime's own code (libpmkit-trace is compiled
+// with -pmkit-trace-loc-prefix=pmkit:).
+bool isRuntimeLoc(const std::string &loc) {
+  return loc.rfind("pmkit:", 0) == 0;
+}
+
+// A count that may be astronomically large: exact below 10^15.
+std::string approx(double v) {
+  char b[32];
+  if (v < 1e15)
+    snprintf(b, sizeof b, "%.0f", v);
+  else
+    snprintf(b, sizeof b, "%.1e", v);
+  return b;
+}
+
+std::string approxJson(double v) {
+  char b[32];
+  snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
 
 std::string hex(uint64_t v) {
   char b[32];
@@ -156,6 +198,13 @@ public:
         pools.push_back(std::move(st));
       }
     }
+    runtimeLoc.assign(T.events.size(), 0);
+    for (size_t i = 0; i < T.events.size(); i++) {
+      const Event &e = T.events[i];
+      runtimeLoc[i] = isRuntimeLoc(T.locText(e.loc));
+      if (e.writes() && !runtimeLoc[i])
+        userWrites.push_back((uint32_t)i);
+    }
     for (PoolState &s : pools) // zero units hash to 0: only data pages count
       for (uint64_t pg : s.pool->pages)
         for (uint64_t a = pg * PMKIT_TRACE_PAGE;
@@ -194,7 +243,8 @@ private:
   // Statistics.
   uint64_t generated = 0, distinct = 0, checked = 0, failed = 0;
   size_t npoints = 0, allPoints = 0;
-  uint64_t perPoint = 0; // images per crash point, from the budget
+  std::vector<PointCover> cover; // per explored crash point
+  uint64_t perPoint = 0;         // images per crash point, from the budget
   std::vector<Failure> failures;
 
   // --robustness: images no strict-persistency execution produces, by the
@@ -206,7 +256,19 @@ private:
   };
   std::map<std::pair<uint32_t, uint32_t>, Violation> violations;
   uint64_t nonRobust = 0, robustChecked = 0, wholeImage = 0;
-  void robustness(const JobInfo &info, const Result &r);
+  using ReadSet = std::vector<uint64_t>; // units the checker read, sorted
+  struct RobustReads {
+    bool known = false;
+    ReadSet units;
+  };
+  std::unordered_map<uint64_t, RobustReads> robustReads; // by image hash
+  std::unordered_map<uint64_t, std::vector<JobInfo>> robustWaiting;
+  std::vector<uint32_t> userWrites; // the program's write events, ascending
+  std::vector<uint8_t> runtimeLoc;  // per event: written by the runtime
+  bool runtimeEv(uint32_t ev) const { return runtimeLoc[ev]; }
+  void robustness(const JobInfo &info, const ReadSet *reads);
+  void robustDuplicate(uint64_t h, const JobInfo &info);
+  void robustResult(const JobInfo &info, const Result &r);
   std::string violationText(const Violation &v) const;
 
   // Checker slots and the job queue.
@@ -282,20 +344,28 @@ private:
         settle();
     }
   }
-  std::vector<size_t> crashPoints();
-  void generate(size_t point, size_t pos);
+  std::vector<CrashPoint> crashPoints();
+  void generate(size_t point, const CrashPoint &cp);
+  void tornImages(const CrashPoint &cp, std::vector<std::vector<Choice>> &cand,
+                  PointCover &pc);
+  void sample(const std::vector<uint32_t> &u, std::mt19937_64 &rng,
+              std::vector<std::vector<Choice>> &cand);
+  bool budgetHit = false;
   uint64_t imageHash(const std::vector<Choice> &cs);
   Job makeJob(size_t pos, const std::vector<Choice> &cs);
-  void submit(const JobInfo &info);
+  void submit(JobInfo &info, uint64_t hash);
   void collect(bool all);
   void workerLoop(unsigned slot);
   Result checkNow(const JobInfo &info);
   void minimise(Failure &f);
   void progress(bool final);
   void report(double secs);
+  std::string gaps(size_t exhaustivePts, size_t sampledPts,
+                   size_t skippedPts) const;
   std::string describePoint(size_t pos) const;
+  std::string describeJob(const JobInfo &info) const;
   std::string operationAt(size_t pos) const;
-  std::vector<size_t> pointsList;
+  std::vector<CrashPoint> pointsList;
   std::chrono::steady_clock::time_point start, lastProgress;
 };
 
@@ -311,17 +381,23 @@ void Engine::apply(size_t i) {
         continue;
       auto [it, fresh] = index.try_emplace(a, (uint32_t)units.size());
       if (fresh)
-        units.push_back(Unit{a, {}, {}, 0, -1});
+        units.push_back(Unit{a, {}, {}, 0, -1, 0});
       uint32_t ui = it->second;
       Unit &u = units[ui];
       uint64_t lo = std::max(a, e.addr), hi = std::min(a + U, e.addr + len);
-      u.before.insert(u.before.end(), c, c + U);
+      // One piece per 8-byte word: a store wider than 8 bytes is atomic
+      // per word only, and a line (x86-line) persists its words in store
+      // order, so a multi-word write inside a line can leave a prefix.
       H -= uh(a, c);
-      for (uint64_t b = lo; b < hi; b++)
-        c[b - a] = e.byte(b - e.addr);
+      for (uint64_t w = lo; w < hi; w = (w & ~7ull) + 8) {
+        uint64_t we = std::min<uint64_t>(hi, (w & ~7ull) + 8);
+        u.before.insert(u.before.end(), c, c + U);
+        for (uint64_t b = w; b < we; b++)
+          c[b - a] = e.byte(b - e.addr);
+        u.hist.push_back(
+            Piece{(uint32_t)i, (uint16_t)(w - a), (uint16_t)(we - w)});
+      }
       H += uh(a, c);
-      u.hist.push_back(
-          Piece{(uint32_t)i, (uint16_t)(lo - a), (uint16_t)(hi - lo)});
       if (PO)
         evUnits[(uint32_t)i].push_back({ui, (uint32_t)u.hist.size() - 1});
       // A non-temporal store bypasses the cache (eADR does not cover its
@@ -463,7 +539,7 @@ bool Engine::close(std::vector<Choice> &cs) {
   return any;
 }
 
-std::vector<size_t> Engine::crashPoints() {
+std::vector<CrashPoint> Engine::crashPoints() {
   std::string pts = O.points.empty() ? M->defaultPoints() : O.points;
   if (pts != "fences" && pts != "stores" && pts != "marks" && pts != "all")
     throw Error("unknown --points '" + pts +
@@ -485,7 +561,15 @@ std::vector<size_t> Engine::crashPoints() {
   }
   std::vector<int> depth(T.threads + 1, 0);
   int inside = 0;
-  std::vector<size_t> out;
+  std::vector<CrashPoint> out;
+  // Without volatile caches a write persists as it becomes visible, so a
+  // crash inside a write wider than one unit leaves a prefix of it.
+  auto tears = [&](const Event &e) {
+    if (M->volatileCaches() || !e.writes() || e.kind == PMKIT_EV_NTSTORE)
+      return false;
+    uint64_t first = e.addr >> shift, last = (e.addr + e.length() - 1) >> shift;
+    return e.length() > 0 && last > first && T.poolOf(e.addr);
+  };
   for (size_t i = 0; i < T.events.size(); i++) {
     const Event &e = T.events[i];
     if (i >= first && (!scoped || inside > 0)) {
@@ -499,7 +583,9 @@ std::vector<size_t> Engine::crashPoints() {
       else if (pts == "marks")
         take = e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END;
       if (take)
-        out.push_back(i);
+        out.push_back({i, false});
+      if (take && pts != "fences" && pts != "marks" && tears(e))
+        out.push_back({i, true});
     }
     if (scoped && e.arg == markId &&
         (e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END)) {
@@ -511,7 +597,7 @@ std::vector<size_t> Engine::crashPoints() {
     }
   }
   if (first <= T.events.size() && (!scoped || inside > 0 || out.empty()))
-    out.push_back(T.events.size());
+    out.push_back({T.events.size(), false});
   return out;
 }
 
@@ -567,7 +653,8 @@ void Engine::workerLoop(unsigned slot) {
   }
 }
 
-void Engine::submit(const JobInfo &info) {
+void Engine::submit(JobInfo &info, uint64_t hash) {
+  info.hash = hash;
   Job j = makeJob(info.pos, info.choices);
   std::unique_lock<std::mutex> l(mu);
   cv.wait(l, [&] { return queue.size() < 2 * slots.size() || !fatal.empty(); });
@@ -589,7 +676,7 @@ void Engine::collect(bool all) {
     inflight.erase(r.id);
     checked++;
     if (O.robustness)
-      robustness(info, r);
+      robustResult(info, r);
     if (r.cannotRun)
       throw Error("the checker could not run (" + r.status + ")" +
                   (r.output.empty() ? "" : ": " + r.output));
@@ -608,104 +695,267 @@ Result Engine::checkNow(const JobInfo &info) {
   return slots[0]->check(j);
 }
 
-void Engine::generate(size_t point, size_t pos) {
-  std::vector<uint32_t> u(und);
-  std::sort(u.begin(), u.end(), [&](uint32_t a, uint32_t b) {
-    return units[a].addr < units[b].addr;
-  });
-  std::mt19937_64 rng(mix(O.seed ^ mix(pos)));
-  std::vector<std::vector<Choice>> imgs;
-  auto lbChoice = [&](uint32_t ui) {
-    return Choice{ui, units[ui].lb, (uint32_t)units[ui].hist.size()};
-  };
-  // Exhaustive if the product of the choices is small.
-  double product = 1;
-  for (uint32_t ui : u)
-    product *= units[ui].hist.size() - units[ui].lb + 1;
-  std::vector<std::vector<Choice>> cand;
-  if (product <= (double)perPoint) {
-    std::vector<uint32_t> k(u.size());
-    for (size_t i = 0; i < u.size(); i++)
-      k[i] = units[u[i]].lb;
-    for (;;) {
-      std::vector<Choice> cs;
-      for (size_t i = 0; i < u.size(); i++)
-        if (k[i] < units[u[i]].hist.size())
-          cs.push_back({u[i], k[i], (uint32_t)units[u[i]].hist.size()});
-      cand.push_back(std::move(cs));
-      size_t i = 0;
-      for (; i < u.size(); i++) {
-        if (++k[i] <= units[u[i]].hist.size())
-          break;
-        k[i] = units[u[i]].lb;
-      }
-      if (i == u.size())
-        break;
-    }
-  } else {
-    // Structured first: nothing optional persisted, everything persisted,
-    // each unit alone lost, each unit alone persisted; then random.
-    std::vector<Choice> none;
-    for (uint32_t ui : u)
-      none.push_back(lbChoice(ui));
-    cand.push_back(none);
-    cand.push_back({});
-    // The arp model keeps half of the images for losses of recent writes:
-    // single units, taken in address order, would spend a small budget on
-    // the lowest addresses alone.
-    size_t structured = PO ? 2 + (perPoint - 2) / 2 : perPoint;
-    for (size_t i = 0; i < u.size() && cand.size() < structured; i++)
-      cand.push_back({lbChoice(u[i])});
-    for (size_t i = 0; i < u.size() && cand.size() < structured; i++) {
-      std::vector<Choice> cs;
-      for (size_t j = 0; j < u.size(); j++)
-        if (j != i)
-          cs.push_back(lbChoice(u[j]));
-      cand.push_back(std::move(cs));
-    }
-    while (cand.size() < perPoint) {
-      if (PO) { // mostly what ordering lets go first: recent writes
-        cand.push_back(recentLoss(rng));
-        if (cand.size() % 4)
-          continue;
-      }
-      std::vector<Choice> cs;
-      for (uint32_t ui : u) {
-        uint32_t n = (uint32_t)units[ui].hist.size();
-        uint32_t k = units[ui].lb + (uint32_t)(rng() % (n - units[ui].lb + 1));
-        if (k < n)
-          cs.push_back({ui, k, n});
-      }
-      cand.push_back(std::move(cs));
-    }
+// The images of a torn crash point: the write events[cp.pos] (just applied)
+// persisted its first j units, in address order, and lost the rest; every
+// earlier write persisted (eadr, strict).
+void Engine::tornImages(const CrashPoint &cp,
+                        std::vector<std::vector<Choice>> &cand,
+                        PointCover &pc) {
+  const Event &e = T.events[cp.pos];
+  std::vector<uint32_t> us; // the write's units, ascending
+  for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + e.length();
+       a += U) {
+    auto it = index.find(a);
+    if (it != index.end())
+      us.push_back(it->second);
   }
-  for (auto &cs : cand) {
-    generated++;
-    if (PO)
-      close(cs);
-    uint64_t h = imageHash(cs);
-    if (!seen.insert(h).second)
-      continue;
-    distinct++;
-    if (distinct > O.budget)
-      return;
-    JobInfo info{point, pos, std::move(cs)};
-    submit(info);
+  size_t W = us.size();
+  pc.total = (double)W + 1;
+  std::vector<size_t> js;
+  if (W + 1 <= perPoint) {
+    pc.exhaustive = true;
+    for (size_t j = 0; j <= W; j++)
+      js.push_back(j);
+  } else { // the ends, then prefixes spread evenly
+    std::mt19937_64 rng(mix(O.seed ^ mix(cp.pos * 2 + 1)));
+    js = {0, W, 1, W - 1};
+    while (js.size() < perPoint)
+      js.push_back(1 + rng() % (W - 1));
+  }
+  for (size_t j : js) {
+    std::vector<Choice> cs;
+    for (size_t i = j; i < W; i++) {
+      uint32_t n = (uint32_t)units[us[i]].hist.size();
+      cs.push_back({us[i], n - 1, n});
+    }
+    cand.push_back(std::move(cs));
   }
 }
 
-// Is the image one some prefix of the recorded order produces, on the units
-// the checker read (all written units if it recorded no reads)? A prefix
-// ending at p keeps exactly the writes before p, so the image needs p after
-// every kept write and at or before every lost one; it fails when a kept
-// write comes after a lost one.
-void Engine::robustness(const JobInfo &info, const Result &r) {
+// Candidate images for a crash point with more images than perPoint. Bugs
+// of ordering show when some writes are lost while later ones persisted,
+// so beside uniform random choices the sampler takes, in turn: each unit
+// alone lost and each alone kept (least covered across points first, then
+// the most recent), runs of consecutive undetermined writes lost (windows
+// of the store order, often ending just before the last writes), pairs,
+// intermediate values of units written several times (write-after-write
+// chains) and random subsets of every density.
+void Engine::sample(const std::vector<uint32_t> &u, std::mt19937_64 &rng,
+                    std::vector<std::vector<Choice>> &cand) {
+  auto nOf = [&](uint32_t ui) { return (uint32_t)units[ui].hist.size(); };
+  auto lbChoice = [&](uint32_t ui) {
+    return Choice{ui, units[ui].lb, nOf(ui)};
+  };
+  auto randK = [&](uint32_t ui) { // a choice that loses at least one write
+    uint32_t lb = units[ui].lb, n = nOf(ui);
+    return Choice{ui, lb + (uint32_t)(rng() % (n - lb)), n};
+  };
+  std::vector<Choice> none;
+  for (uint32_t ui : u)
+    none.push_back(lbChoice(ui));
+  cand.push_back(none);
+  cand.push_back({});
+  // Singles: the least covered first, then the most recently written.
+  std::vector<uint32_t> byNeed(u);
+  std::stable_sort(byNeed.begin(), byNeed.end(), [&](uint32_t a, uint32_t b) {
+    if (units[a].covered != units[b].covered)
+      return units[a].covered < units[b].covered;
+    return units[a].hist.back().ev > units[b].hist.back().ev;
+  });
+  std::vector<uint32_t> byRecent(u);
+  std::stable_sort(byRecent.begin(), byRecent.end(),
+                   [&](uint32_t a, uint32_t b) {
+                     return units[a].hist.back().ev > units[b].hist.back().ev;
+                   });
+  // The undetermined writes in store order: (event, unit, piece).
+  struct W {
+    uint32_t ev, ui, j;
+  };
+  std::vector<W> order;
+  for (uint32_t ui : u)
+    for (uint32_t j = units[ui].lb; j < nOf(ui); j++)
+      order.push_back({units[ui].hist[j].ev, ui, j});
+  std::sort(order.begin(), order.end(), [&](const W &a, const W &b) {
+    if (a.ev != b.ev)
+      return a.ev < b.ev;
+    return units[a.ui].addr != units[b.ui].addr
+               ? units[a.ui].addr < units[b.ui].addr
+               : a.j < b.j;
+  });
+  std::vector<uint32_t> multi; // units with several undetermined writes
+  for (uint32_t ui : u)
+    if (nOf(ui) - units[ui].lb >= 2)
+      multi.push_back(ui);
+  auto sortChoices = [&](std::vector<Choice> &cs) {
+    std::sort(cs.begin(), cs.end(), [&](const Choice &a, const Choice &b) {
+      return units[a.ui].addr < units[b.ui].addr;
+    });
+  };
+  size_t lost1 = 0, kept1 = 0, pairs = 0;
+  size_t structuredEnd = PO ? 2 + (perPoint - 2) / 2 : perPoint;
+  for (unsigned round = 0; cand.size() < perPoint; round++) {
+    if (PO && cand.size() >= structuredEnd) {
+      // arp: the rest mostly what ordering lets go first, recent writes.
+      cand.push_back(recentLoss(rng));
+      if (cand.size() % 4)
+        continue;
+    }
+    std::vector<Choice> cs;
+    switch (round % 8) {
+    case 0: // one unit lost (all its undetermined writes, or the last)
+    case 4:
+      if (lost1 < byNeed.size()) {
+        uint32_t ui = byNeed[lost1++];
+        units[ui].covered++;
+        cs.push_back(round % 16 < 8 ? lbChoice(ui)
+                                    : Choice{ui, nOf(ui) - 1, nOf(ui)});
+        break;
+      }
+      [[fallthrough]];
+    case 1: // one unit kept, every other undetermined write lost
+      if (kept1 < byRecent.size()) {
+        uint32_t keep = byRecent[kept1++];
+        for (uint32_t ui : u)
+          if (ui != keep)
+            cs.push_back(lbChoice(ui));
+        break;
+      }
+      [[fallthrough]];
+    case 2: // a window of the store order lost
+    case 6: {
+      size_t m = order.size();
+      size_t end =
+          rng() % 2 ? m - std::min<size_t>(m - 1, rng() % 4) : 1 + rng() % m;
+      size_t len = 1 + rng() % end;
+      std::unordered_map<uint32_t, uint32_t> k;
+      for (size_t i = end - len; i < end; i++) {
+        auto [it, fresh] = k.try_emplace(order[i].ui, order[i].j);
+        if (!fresh)
+          it->second = std::min(it->second, order[i].j);
+      }
+      for (auto [ui, kk] : k)
+        cs.push_back({ui, kk, nOf(ui)});
+      break;
+    }
+    case 3: // two units lost: a recent one and any
+      if (u.size() >= 2) {
+        uint32_t a = byRecent[pairs++ % byRecent.size()];
+        uint32_t b = u[rng() % u.size()];
+        if (a == b)
+          b = byRecent[(pairs + byRecent.size() / 2) % byRecent.size()];
+        cs.push_back(randK(a));
+        if (b != a)
+          cs.push_back(randK(b));
+        break;
+      }
+      [[fallthrough]];
+    case 7: // an intermediate value of a unit written several times
+      if (!multi.empty()) {
+        uint32_t ui = multi[rng() % multi.size()];
+        uint32_t lb = units[ui].lb, n = nOf(ui);
+        cs.push_back({ui, lb + 1 + (uint32_t)(rng() % (n - lb - 1)), n});
+        for (uint32_t o : u) // and some others lost
+          if (o != ui && rng() % 4 == 0)
+            cs.push_back(randK(o));
+        break;
+      }
+      [[fallthrough]];
+    default: { // a random subset, of a random density
+      static const unsigned density[] = {1, 4, 8, 12, 15}; // sixteenths
+      unsigned d = density[rng() % 5];
+      for (uint32_t ui : u)
+        if (rng() % 16 < d)
+          cs.push_back(randK(ui));
+      break;
+    }
+    }
+    sortChoices(cs);
+    cand.push_back(std::move(cs));
+  }
+}
+
+void Engine::generate(size_t point, const CrashPoint &cp) {
+  PointCover &pc = cover[point];
+  std::vector<std::vector<Choice>> cand;
+  if (cp.torn) {
+    tornImages(cp, cand, pc);
+  } else {
+    std::vector<uint32_t> u(und);
+    std::sort(u.begin(), u.end(), [&](uint32_t a, uint32_t b) {
+      return units[a].addr < units[b].addr;
+    });
+    double product = 1;
+    for (uint32_t ui : u)
+      product *= units[ui].hist.size() - units[ui].lb + 1;
+    pc.total = product;
+    if (product <= (double)perPoint) { // every image
+      pc.exhaustive = true;
+      std::vector<uint32_t> k(u.size());
+      for (size_t i = 0; i < u.size(); i++)
+        k[i] = units[u[i]].lb;
+      for (;;) {
+        std::vector<Choice> cs;
+        for (size_t i = 0; i < u.size(); i++)
+          if (k[i] < units[u[i]].hist.size())
+            cs.push_back({u[i], k[i], (uint32_t)units[u[i]].hist.size()});
+        cand.push_back(std::move(cs));
+        size_t i = 0;
+        for (; i < u.size(); i++) {
+          if (++k[i] <= units[u[i]].hist.size())
+            break;
+          k[i] = units[u[i]].lb;
+        }
+        if (i == u.size())
+          break;
+      }
+    } else {
+      std::mt19937_64 rng(mix(O.seed ^ mix(cp.pos)));
+      sample(u, rng, cand);
+    }
+  }
+  for (auto &cs : cand) {
+    if (distinct >= O.budget) { // the rest of this point is not explored
+      pc.exhaustive = false;
+      budgetHit = true;
+      return;
+    }
+    generated++;
+    pc.tried++;
+    if (PO)
+      close(cs);
+    JobInfo info{point, cp.state(), std::move(cs), cp.torn};
+    uint64_t h = imageHash(info.choices);
+    if (!seen.insert(h).second) {
+      if (O.robustness)
+        robustDuplicate(h, info);
+      continue;
+    }
+    distinct++;
+    submit(info, h);
+  }
+}
+
+// --robustness: is the image one a crash under strict persistency produces,
+// that is, is what it keeps of the recorded store order a prefix of it?
+// Writes are ordered by event, and the words of one event by address (a
+// crash inside a copy under strict persistency keeps a prefix of it). The
+// image fails when some kept write comes after a lost one. Judged on the
+// choices that made the image (its persist order), never on its content,
+// on the units the checker read (every unit when it recorded none), and
+// only on the program's writes: the pmkit runtime's own (allocator,
+// journals) follow its own recovery protocol.
+void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
   robustChecked++;
   std::unordered_map<uint32_t, uint32_t> dev;
   for (const Choice &c : info.choices)
     dev[c.ui] = c.k;
-  const uint32_t none = UINT32_MAX;
-  uint32_t lostEv = none, keptEv = none;
+  using Key = std::pair<uint32_t, uint64_t>; // (event, address of the word)
+  const Key none{UINT32_MAX, 0};
+  Key lost = none, kept{0, 0};
+  bool anyKept = false;
+  auto keyOf = [&](const Unit &u, uint32_t j) {
+    return Key{u.hist[j].ev, u.addr + u.hist[j].off};
+  };
   auto consider = [&](uint32_t ui) {
     const Unit &u = units[ui];
     uint32_t n =
@@ -713,21 +963,23 @@ void Engine::robustness(const JobInfo &info, const Result &r) {
                        u.hist.begin(), u.hist.end(), info.pos,
                        [](const Piece &p, size_t pos) { return p.ev < pos; }) -
                    u.hist.begin());
-    if (!n)
-      return;
     auto it = dev.find(ui);
-    uint32_t k = it == dev.end() ? n : it->second;
-    if (k > 0 && (keptEv == none || u.hist[k - 1].ev > keptEv))
-      keptEv = u.hist[k - 1].ev;
-    if (k < n && (lostEv == none || u.hist[k].ev < lostEv))
-      lostEv = u.hist[k].ev;
+    uint32_t k = it == dev.end() ? n : std::min(n, it->second);
+    for (uint32_t j = k; j-- > 0;)
+      if (!runtimeEv(u.hist[j].ev)) {
+        Key x = keyOf(u, j);
+        if (!anyKept || x > kept)
+          kept = x, anyKept = true;
+        break;
+      }
+    for (uint32_t j = k; j < n; j++)
+      if (!runtimeEv(u.hist[j].ev)) {
+        lost = std::min(lost, keyOf(u, j));
+        break;
+      }
   };
-  if (r.readsKnown) {
-    std::set<uint64_t> seenUnits;
-    for (uint64_t a : r.reads) {
-      uint64_t ua = a & ~(uint64_t)(U - 1);
-      if (!seenUnits.insert(ua).second)
-        continue;
+  if (reads) {
+    for (uint64_t ua : *reads) {
       auto it = index.find(ua);
       if (it != index.end())
         consider(it->second);
@@ -736,32 +988,76 @@ void Engine::robustness(const JobInfo &info, const Result &r) {
     wholeImage++;
     for (const Choice &c : info.choices)
       consider(c.ui);
-    // The latest write before the crash to a unit the image keeps whole.
-    for (size_t i = info.pos; i-- > 0 && keptEv == none;) {
-      const Event &e = T.events[i];
-      if (!e.writes())
-        continue;
-      uint64_t len = e.length();
+    // The latest kept write outside the changed units: walk back over the
+    // program's writes; each one passed over lost all its words, so the
+    // walk is as long as the image's losses.
+    auto from = std::lower_bound(userWrites.begin(), userWrites.end(),
+                                 (uint32_t)info.pos);
+    for (auto w = from; w != userWrites.begin() && lost != none;) {
+      uint32_t ev = *--w;
+      if (anyKept && kept.first > ev)
+        break;
+      if (ev < lost.first)
+        break; // every write from here on is before the first lost one
+      const Event &e = T.events[ev];
+      uint64_t len = e.length(), top = 0;
+      bool keptHere = false;
       for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + len; a += U) {
         auto it = index.find(a);
-        if (it != index.end() && !dev.count(it->second)) {
-          consider(it->second);
-          break;
-        }
+        if (it == index.end() || dev.count(it->second))
+          continue; // a changed unit: considered above
+        keptHere = true;
+        top = std::min(a + U, e.addr + len) - 1;
       }
-      if (keptEv != none && lostEv != none && keptEv < lostEv)
-        return; // the latest kept write precedes every lost one: robust
+      if (keptHere) {
+        Key x{ev, top & ~7ull};
+        if (!anyKept || x > kept)
+          kept = x, anyKept = true;
+        break;
+      }
     }
   }
-  if (lostEv == none || keptEv == none || keptEv < lostEv)
+  if (lost == none || !anyKept || kept < lost)
     return;
   nonRobust++;
-  const Event &a = T.events[lostEv], &b = T.events[keptEv];
-  auto key = std::make_pair(a.loc ? a.loc : lostEv, b.loc ? b.loc : keptEv);
-  auto [it, fresh] = violations.try_emplace(key, Violation{lostEv, keptEv});
+  const Event &a = T.events[lost.first], &b = T.events[kept.first];
+  auto key =
+      std::make_pair(a.loc ? a.loc : lost.first, b.loc ? b.loc : kept.first);
+  auto [it, fresh] =
+      violations.try_emplace(key, Violation{lost.first, kept.first});
   if (fresh)
     it->second.pos = info.pos;
   it->second.images++;
+}
+
+// An image whose content was already checked: judged with the reads of
+// that check, now or when it comes back.
+void Engine::robustDuplicate(uint64_t h, const JobInfo &info) {
+  auto it = robustReads.find(h);
+  if (it == robustReads.end())
+    robustWaiting[h].push_back(info);
+  else
+    robustness(info, it->second.known ? &it->second.units : nullptr);
+}
+
+void Engine::robustResult(const JobInfo &info, const Result &r) {
+  RobustReads &rr = robustReads[info.hash];
+  rr.known = r.readsKnown;
+  if (r.readsKnown) {
+    for (uint64_t a : r.reads)
+      rr.units.push_back(a & ~(uint64_t)(U - 1));
+    std::sort(rr.units.begin(), rr.units.end());
+    rr.units.erase(std::unique(rr.units.begin(), rr.units.end()),
+                   rr.units.end());
+  }
+  const ReadSet *reads = rr.known ? &rr.units : nullptr;
+  robustness(info, reads);
+  auto w = robustWaiting.find(info.hash);
+  if (w != robustWaiting.end()) {
+    for (const JobInfo &d : w->second)
+      robustness(d, reads);
+    robustWaiting.erase(w);
+  }
 }
 
 std::string Engine::violationText(const Violation &v) const {
@@ -803,6 +1099,17 @@ std::string Engine::operationAt(size_t pos) const {
     }
   }
   return "";
+}
+
+std::string Engine::describeJob(const JobInfo &info) const {
+  if (!info.torn)
+    return describePoint(info.pos);
+  size_t ev = info.pos - 1;
+  const Event &e = T.events[ev];
+  return "in the middle of event " + std::to_string(ev) + " of " +
+         std::to_string(T.events.size()) + ": " + kindName(e.kind) + " of " +
+         std::to_string(e.length()) + " bytes at " + T.locText(e.loc) +
+         " (thread " + std::to_string(e.tid) + ")";
 }
 
 std::string Engine::describePoint(size_t pos) const {
@@ -847,7 +1154,7 @@ void Engine::progress(bool final) {
   lastProgress = now;
   double secs = std::chrono::duration<double>(now - start).count();
   size_t done = 0;
-  for (; done < pointsList.size() && pointsList[done] < at; done++)
+  for (; done < pointsList.size() && pointsList[done].state() < at; done++)
     ;
   double frac = pointsList.empty() ? 1 : (double)done / pointsList.size();
   int w = 24, f = (int)(frac * w);
@@ -884,15 +1191,32 @@ int Engine::run() {
 
   pointsList = crashPoints();
   allPoints = pointsList.size();
+  if (pointsList.empty())
+    throw Error(
+        "no crash point to explore (--points " +
+        (O.points.empty() ? std::string(M->defaultPoints()) : O.points) +
+        (O.mark.empty() ? "" : ", --mark " + O.mark) +
+        "): nothing would be checked");
   if (pointsList.size() > std::max<uint64_t>(1, O.budget / 2)) {
+    if (O.requireExhaustive)
+      throw Error("--require-exhaustive: the trace has " +
+                  std::to_string(allPoints) +
+                  " crash points, more than half of --budget " +
+                  std::to_string(O.budget) +
+                  ", so only a sample of them would be explored; raise "
+                  "--budget or narrow the points (--points, --mark)");
     std::mt19937_64 rng(mix(O.seed));
-    std::vector<size_t> pick(pointsList);
+    std::vector<CrashPoint> pick(pointsList);
     std::shuffle(pick.begin(), pick.end(), rng);
     pick.resize(std::max<uint64_t>(1, O.budget / 2));
-    std::sort(pick.begin(), pick.end());
+    std::sort(pick.begin(), pick.end(),
+              [](const CrashPoint &a, const CrashPoint &b) {
+                return a.pos != b.pos ? a.pos < b.pos : a.torn < b.torn;
+              });
     pointsList = pick;
   }
   npoints = pointsList.size();
+  cover.assign(npoints, PointCover{});
   // Share the budget out so that late crash points get images too.
   perPoint = std::clamp<uint64_t>(O.budget / std::max<size_t>(1, npoints), 2,
                                   O.perPoint);
@@ -912,11 +1236,24 @@ int Engine::run() {
   };
   try {
     for (size_t p = 0; p < pointsList.size(); p++) {
-      advance(pointsList[p]);
+      advance(pointsList[p].state());
       if (distinct < O.budget)
         generate(p, pointsList[p]);
+      else
+        cover[p].skipped = true;
       collect(false);
       progress(false);
+      if (O.requireExhaustive && !cover[p].exhaustive) {
+        collect(true);
+        if (!failed)
+          throw Error(
+              "--require-exhaustive: " +
+              describeJob({p, pointsList[p].state(), {}, pointsList[p].torn}) +
+              " allows " + approx(cover[p].total) + " images, more than the " +
+              std::to_string(perPoint) + " per point this run may check" +
+              (budgetHit ? " (the budget ran out)" : "") +
+              "; raise --per-point and --budget, or narrow the points");
+      }
     }
     collect(true);
   } catch (...) {
@@ -953,6 +1290,22 @@ int Engine::run() {
   return failed || nonRobust ? 1 : 0;
 }
 
+// What a run that found no failure did not cover, in words.
+std::string Engine::gaps(size_t exhaustivePts, size_t sampledPts,
+                         size_t skippedPts) const {
+  std::string g = std::to_string(exhaustivePts) + " of " +
+                  std::to_string(allPoints) +
+                  " crash points enumerated exhaustively";
+  if (sampledPts)
+    g += ", " + std::to_string(sampledPts) + " sampled";
+  if (skippedPts)
+    g += ", " + std::to_string(skippedPts) + " skipped (budget spent)";
+  if (npoints != allPoints)
+    g += ", " + std::to_string(allPoints - npoints) +
+         " not explored (points sampled)";
+  return g + "; --require-exhaustive refuses such a run";
+}
+
 void Engine::report(double secs) {
   std::string dir = O.saveDir.empty() ? "pmkit-explore-failures" : O.saveDir;
   struct stat sb;
@@ -977,47 +1330,81 @@ void Engine::report(double secs) {
          pools.size() == 1 ? "" : "s");
   for (const PoolState &s : pools)
     printf(" (%s, %.1f MiB)", s.pool->path.c_str(), s.pool->size / 1048576.0);
-  printf("\n  crash points: %zu", npoints);
+  // Coverage: which points were enumerated, which sampled, which skipped.
+  size_t exhaustivePts = 0, sampledPts = 0, skippedPts = 0;
+  double sampledTotal = 0, allTotal = 0;
+  uint64_t sampledTried = 0;
+  for (const PointCover &c : cover) {
+    allTotal += c.total;
+    if (c.skipped)
+      skippedPts++;
+    else if (c.exhaustive)
+      exhaustivePts++;
+    else
+      sampledPts++, sampledTotal += c.total, sampledTried += c.tried;
+  }
+  bool exhaustive = npoints == allPoints && exhaustivePts == npoints;
+  printf("\n  crash points: %zu of %zu explored", npoints, allPoints);
   if (npoints != allPoints)
-    printf(" (sampled from %zu with seed %llu)", allPoints,
-           (unsigned long long)O.seed);
+    printf(" (a sample, seed %llu)", (unsigned long long)O.seed);
+  printf("; %zu enumerated exhaustively, %zu sampled", exhaustivePts,
+         sampledPts);
+  if (skippedPts)
+    printf(", %zu skipped (budget spent)", skippedPts);
+  if (sampledPts)
+    printf("\n  sampled:      %llu images tried of about %s the sampled "
+           "points allow (--per-point %llu)",
+           (unsigned long long)sampledTried, approx(sampledTotal).c_str(),
+           (unsigned long long)perPoint);
   printf("\n  images:       %llu generated, %llu distinct, %llu checked, "
          "%llu failed%s\n",
          (unsigned long long)generated, (unsigned long long)distinct,
          (unsigned long long)checked, (unsigned long long)failed,
-         distinct > O.budget ? " (budget reached)" : "");
+         budgetHit ? " (budget reached)" : "");
   printf("  time:         %.2f s (%.0f images/s, %u job%s)\n", secs,
          secs > 0 ? checked / secs : 0.0, (unsigned)slots.size(),
          slots.size() == 1 ? "" : "s");
   for (const std::string &w : warnings)
     printf("  warning: %s\n", w.c_str());
 
-  std::string js = "{\n  \"model\": " + jsonStr(M->name()) +
-                   ",\n  \"points\": " + jsonStr(pts) +
-                   ",\n  \"events\": " + std::to_string(T.events.size()) +
-                   ",\n  \"threads\": " + std::to_string(T.threads) +
-                   ",\n  \"crash_points\": " + std::to_string(npoints) +
-                   ",\n  \"crash_points_total\": " + std::to_string(allPoints) +
-                   ",\n  \"images_generated\": " + std::to_string(generated) +
-                   ",\n  \"images_distinct\": " + std::to_string(distinct) +
-                   ",\n  \"images_checked\": " + std::to_string(checked) +
-                   ",\n  \"images_failed\": " + std::to_string(failed) +
-                   ",\n  \"seconds\": " + std::to_string(secs) +
-                   ",\n  \"images_per_second\": " +
-                   std::to_string(secs > 0 ? checked / secs : 0.0) +
-                   ",\n  \"jobs\": " + std::to_string(slots.size()) +
-                   ",\n  \"seed\": " + std::to_string(O.seed) +
-                   ",\n  \"failures\": [";
+  std::string js =
+      "{\n  \"model\": " + jsonStr(M->name()) +
+      ",\n  \"points\": " + jsonStr(pts) +
+      ",\n  \"events\": " + std::to_string(T.events.size()) +
+      ",\n  \"threads\": " + std::to_string(T.threads) +
+      ",\n  \"crash_points\": " + std::to_string(npoints) +
+      ",\n  \"crash_points_total\": " + std::to_string(allPoints) +
+      ",\n  \"coverage\": {\"exhaustive\": " + (exhaustive ? "true" : "false") +
+      ", \"points_total\": " + std::to_string(allPoints) +
+      ", \"points_explored\": " + std::to_string(npoints) +
+      ", \"points_exhaustive\": " + std::to_string(exhaustivePts) +
+      ", \"points_sampled\": " + std::to_string(sampledPts) +
+      ", \"points_skipped\": " + std::to_string(skippedPts) +
+      ", \"sampled_images_tried\": " + std::to_string(sampledTried) +
+      ", \"sampled_images_estimate\": " + approxJson(sampledTotal) +
+      ", \"images_estimate\": " + approxJson(allTotal) +
+      ", \"per_point\": " + std::to_string(perPoint) +
+      ", \"budget\": " + std::to_string(O.budget) +
+      ", \"budget_reached\": " + (budgetHit ? "true" : "false") + "}" +
+      ",\n  \"images_generated\": " + std::to_string(generated) +
+      ",\n  \"images_distinct\": " + std::to_string(distinct) +
+      ",\n  \"images_checked\": " + std::to_string(checked) +
+      ",\n  \"images_failed\": " + std::to_string(failed) +
+      ",\n  \"seconds\": " + std::to_string(secs) +
+      ",\n  \"images_per_second\": " +
+      std::to_string(secs > 0 ? checked / secs : 0.0) +
+      ",\n  \"jobs\": " + std::to_string(slots.size()) +
+      ",\n  \"seed\": " + std::to_string(O.seed) + ",\n  \"failures\": [";
   for (size_t i = 0; i < failures.size(); i++) {
     const Failure &f = failures[i];
     std::string op = operationAt(f.info.pos);
-    printf("\nFAIL %zu: crash %s%s\n", i + 1, describePoint(f.info.pos).c_str(),
+    printf("\nFAIL %zu: crash %s%s\n", i + 1, describeJob(f.info).c_str(),
            op.empty() ? "" : (", during " + op).c_str());
     printf("  lost writes (a minimal set; every other write before the crash "
            "persisted):\n");
     js += std::string(i ? "," : "") +
           "\n    {\"position\": " + std::to_string(f.info.pos) +
-          ", \"crash_point\": " + jsonStr(describePoint(f.info.pos)) +
+          ", \"crash_point\": " + jsonStr(describeJob(f.info)) +
           ", \"operation\": " + jsonStr(op) + ", \"lost\": [";
     bool firstLost = true;
     for (const Choice &c : f.info.choices) {
@@ -1101,13 +1488,21 @@ void Engine::report(double secs) {
     printf("\nresult: FAILED: all %llu crash images are consistent, but %llu "
            "are not robust\n",
            (unsigned long long)checked, (unsigned long long)nonRobust);
+  else if (exhaustive)
+    printf("\nresult: ok (exhaustive): every crash image of all %zu crash "
+           "points is consistent (%llu distinct images checked)\n",
+           allPoints, (unsigned long long)checked);
   else
-    printf("\nresult: ok: all %llu crash images are consistent\n",
-           (unsigned long long)checked);
+    printf("\nresult: no failure in %llu sampled images (not a proof): %s\n",
+           (unsigned long long)checked,
+           gaps(exhaustivePts, sampledPts, skippedPts).c_str());
   js += ",\n  \"warnings\": [";
   for (size_t i = 0; i < warnings.size(); i++)
     js += std::string(i ? ", " : "") + jsonStr(warnings[i]);
-  js += "],\n  \"result\": " + jsonStr(failed || nonRobust ? "failed" : "ok") +
+  js += "],\n  \"result\": " +
+        jsonStr(failed || nonRobust ? "failed"
+                : exhaustive        ? "ok"
+                                    : "sampled") +
         "\n}\n";
   if (O.json == "-") { /* one line, last on stdout, for tools */
     js.erase(std::remove(js.begin(), js.end(), '\n'), js.end());

@@ -169,14 +169,16 @@ struct Options {
   std::string json;    // write the report here too
   std::string saveDir; // failing images go here
   bool robustness = false;
+  bool requireExhaustive = false; // exit 2 unless every image is checked
   unsigned maxReports = 3;
   bool progress = false;
   std::string recordCommand; // how the trace was made, for the report
   CheckerOptions checker;
 };
 
-// Explores a trace; prints the report; returns the exit status (0 all
-// images consistent, 1 a failure or robustness violation).
+// Explores a trace; prints the report; returns the exit status (0 no
+// failure found, 1 a failure or robustness violation). The report says
+// whether the exploration was exhaustive.
 int explore(const Trace &T, const Options &O);
 
 } // namespace pmx

@@ -38,7 +38,10 @@ const char *Usage =
     "  --points P       crash points: fences, stores, marks, all\n"
     "                   (default: fences for x86, stores for eadr)\n"
     "  --budget N       check at most N distinct images (default 20000)\n"
-    "  --per-point K    images per crash point (default 64)\n"
+    "  --per-point K    images per crash point (default 64); a point with\n"
+    "                   more is sampled, and the verdict says so\n"
+    "  --require-exhaustive  exit 2 unless every crash image of every\n"
+    "                   crash point can be checked\n"
     "  --seed S         seed for sampling points and images (default 1)\n"
     "  --jobs J         checkers run in parallel (default 2)\n"
     "  --mark NAME      only crash points inside operations marked NAME\n"
@@ -120,6 +123,10 @@ Args parse(int argc, char **argv) {
       A.O.checker.traceReads = true;
       continue;
     }
+    if (a == "--require-exhaustive") {
+      A.O.requireExhaustive = true;
+      continue;
+    }
     if (a == "--dump") {
       A.dump = true;
       continue;
@@ -138,9 +145,11 @@ Args parse(int argc, char **argv) {
       A.O.model = val;
     else if (key == "--points")
       A.O.points = val;
-    else if (key == "--budget")
+    else if (key == "--budget") {
       A.O.budget = number(key, v);
-    else if (key == "--per-point")
+      if (!A.O.budget)
+        usage("--budget 0 would check no image: give at least 1");
+    } else if (key == "--per-point")
       A.O.perPoint = std::max<uint64_t>(2, number(key, v));
     else if (key == "--seed")
       A.O.seed = number(key, v);
