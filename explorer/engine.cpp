@@ -402,8 +402,9 @@ void Engine::apply(size_t i) {
         evUnits[(uint32_t)i].push_back({ui, (uint32_t)u.hist.size() - 1});
       // A non-temporal store bypasses the cache (eADR does not cover its
       // write-combining buffer): it persists at its thread's next fence in
-      // every model. Other writes persist at once without volatile caches.
-      if (e.kind == PMKIT_EV_NTSTORE)
+      // every model but strict. Other writes persist at once without volatile
+      // caches.
+      if (e.kind == PMKIT_EV_NTSTORE && M->ntWaitsForFence())
         pending[e.tid].push_back({ui, (uint32_t)u.hist.size()});
       else if (!M->volatileCaches())
         u.lb = (uint32_t)u.hist.size();
@@ -565,7 +566,8 @@ std::vector<CrashPoint> Engine::crashPoints() {
   // Without volatile caches a write persists as it becomes visible, so a
   // crash inside a write wider than one unit leaves a prefix of it.
   auto tears = [&](const Event &e) {
-    if (M->volatileCaches() || !e.writes() || e.kind == PMKIT_EV_NTSTORE)
+    if (M->volatileCaches() || !e.writes() ||
+        (e.kind == PMKIT_EV_NTSTORE && M->ntWaitsForFence()))
       return false;
     uint64_t first = e.addr >> shift, last = (e.addr + e.length() - 1) >> shift;
     return e.length() > 0 && last > first && T.poolOf(e.addr);

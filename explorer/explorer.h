@@ -39,6 +39,10 @@ public:
   // log2 of the bytes in one unit: 3 (8-byte locations) or 6 (lines).
   virtual unsigned unitShift() const = 0;
   virtual bool volatileCaches() const = 0;
+  // Whether a non-temporal store persists only at its thread's next fence
+  // (it waits in a write-combining buffer no model of caches covers); no
+  // for strict persistency, where every store persists in memory order.
+  virtual bool ntWaitsForFence() const { return true; }
   virtual const char *defaultPoints() const = 0;
   // Whether persists are also ordered across locations by the trace's
   // sequence points and persistent release/acquire pairs (arp): a crash

@@ -54,8 +54,9 @@ public:
 };
 
 // Strict persistency: persists in the order of the (TSO) memory order, so
-// the image at a point is the prefix there; on x86-TSO the images are those
-// of eadr, with a crash before every event.
+// the image at a point is the prefix there, non-temporal stores included
+// (the reference for --robustness); otherwise the images are those of eadr,
+// with a crash before every event.
 class Strict : public Model {
 public:
   const char *name() const override { return "strict"; }
@@ -64,6 +65,7 @@ public:
   }
   unsigned unitShift() const override { return 3; }
   bool volatileCaches() const override { return false; }
+  bool ntWaitsForFence() const override { return false; }
   const char *defaultPoints() const override { return "all"; }
 };
 

@@ -169,7 +169,9 @@ _Static_assert(sizeof(pmkit_trace_event) == 32, "trace event");
 
 /* STRING payload: records, each padded to a multiple of 8 bytes. Location
  * strings are "file:line:col" or "function:?" without debug info; an id is
- * the 32-bit FNV-1a hash of the string (0 is never used). */
+ * the 32-bit FNV-1a hash of the string (0 is never used). Locations in the
+ * pmkit runtime's own code (libpmkit-trace) begin with "pmkit:", so that a
+ * reader can tell its writes (allocator, journals) from the program's. */
 enum { PMKIT_STR_LOC = 1, PMKIT_STR_MARK = 2 };
 typedef struct pmkit_trace_string {
   uint32_t id;

@@ -9,12 +9,14 @@ The models, as docs/explorer.md states them:
   x86-line  per 64-byte line: a line persists a prefix of its words in store order;
   eadr      persistent caches: a prefix of the store order, a multi-word write torn to a prefix
             of its words; non-temporal stores wait for a fence;
-  strict    the same images as eadr on x86-TSO, with a crash point before every event.
+  strict    every prefix of the store order, non-temporal stores included, with a crash point
+            before every event: the reference of --robustness.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 
 import pytest
@@ -101,7 +103,13 @@ SHAPES = {
     "clwb_xchg_dram": ORDERED,  # a seq_cst store is an xchg: a fence
     "clwb_cas_fail": same({"0,0,0", "1,0,0", "1,1,0"}),  # a failed cmpxchg fences too
     "nt_sfence": ORDERED,
-    "nt_nofence": same(subsets(1, 1)),  # a non-temporal store waits for a fence, even on eADR
+    # A non-temporal store waits for a fence, even on eADR; strict persistency orders it.
+    "nt_nofence": {
+        "x86": subsets(1, 1),
+        "x86-line": subsets(1, 1),
+        "eadr": subsets(1, 1),
+        "strict": prefixes(1, 1),
+    },  # fmt: skip
     "store16_line": {
         "x86": subsets(1, 2),
         "x86-line": prefixes(1, 2),
@@ -196,3 +204,40 @@ def test_litmus(run, shm, tmp_path, shape, model):
     assert (
         got == want
     ), f"{shape} under {model}: missing {sorted(want - got)[:8]}, extra {sorted(got - want)[:8]}"
+
+
+def robust_cases():
+    for shape in sorted(SHAPES):
+        for model in ("x86", "x86-line", "eadr"):
+            if shape == "memcpy128" and model == "x86":
+                continue  # 2^16 images, one checker process each: the set test covers it
+            why = XFAIL.get((shape, model))
+            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            yield pytest.param(shape, model, marks=marks, id=f"{shape}-{model}")
+
+
+@pytest.mark.parametrize("shape, model", robust_cases())
+def test_litmus_robustness(run, shm, tmp_path, shape, model):
+    """--robustness flags a shape exactly when the model allows an outcome strict persistency
+    does not, judged on what the checker reads (it records its loads), and names the pair."""
+    pool = shm / f"robust-{shape}-{model}.pool"
+    pool.unlink(missing_ok=True)
+    subprocess.run([str(LIT / "litmus"), "init", str(pool)], check=True)
+    report = tmp_path / "report.json"
+    r = run(
+        "explore", "--no-progress", "--model", model, "--robustness", "--require-exhaustive",
+        "--per-point", "256", "--json", str(report),
+        "--check", f"{LIT / 'litmus'} check {shape} {{pool}}",
+        "--", str(LIT / "litmus"), "run", shape, str(pool),
+    )  # fmt: skip
+    doc = json.loads(report.read_text())
+    rob = doc["robustness"]
+    assert rob["whole_image"] is False, "the checker's loads were not recorded"
+    extra = SHAPES[shape][model] - SHAPES[shape]["strict"]
+    if extra:
+        assert r.returncode == 1 and rob["violating"] > 0, r.stdout
+        assert "result: FAILED" in r.stdout and doc["images_failed"] == 0
+        assert all("litmus.c" in v["lost"] and "litmus.c" in v["kept"] for v in rob["violations"])
+    else:
+        assert r.returncode == 0 and rob["violating"] == 0, r.stdout
+        assert "result: ok (exhaustive)" in r.stdout

@@ -7,6 +7,9 @@
  *
  *   litmus init POOL          create POOL with a zeroed root (untraced run)
  *   litmus run SHAPE POOL     run SHAPE on POOL (traced under pmkit explore)
+ *   litmus check SHAPE POOL   print SHAPE's variables; exit 0 (a checker
+ *                             that records its loads: built with
+ *                             --trace-loads, for --robustness)
  *   litmus list               the shapes and their variables
  *
  * Compiled with -DPMKIT_CHECK_LIB it is instead the in-process checker for
@@ -274,8 +277,6 @@ static const struct shape *find(const char *name) {
   return NULL;
 }
 
-#ifdef PMKIT_CHECK_LIB
-
 /* One line: the shape's variables' values, comma-separated. */
 static int outcome(const struct shape *s, const uint64_t *w, char *out,
                    size_t n) {
@@ -289,6 +290,8 @@ static int outcome(const struct shape *s, const uint64_t *w, char *out,
   }
   return (int)at;
 }
+
+#ifdef PMKIT_CHECK_LIB
 
 __attribute__((visibility("default"))) int pmkit_check(void *pool_base);
 
@@ -330,8 +333,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   const struct shape *s = argc == 4 ? find(argv[2]) : NULL;
-  if (!s || strcmp(argv[1], "run")) {
-    fprintf(stderr, "usage: litmus init POOL | run SHAPE POOL | list\n");
+  int check = s && !strcmp(argv[1], "check");
+  if (!s || (!check && strcmp(argv[1], "run"))) {
+    fprintf(stderr, "usage: litmus init POOL | run|check SHAPE POOL | list\n");
     return 2;
   }
   pmkit_pool_opts o = {.layout = "litmus"};
@@ -340,7 +344,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "litmus: %s\n", pmkit_errormsg());
     return 2;
   }
-  s->run(area_of(root));
+  if (check) {
+    char line[512];
+    outcome(s, area_of(root), line, sizeof line);
+    puts(line);
+  } else {
+    s->run(area_of(root));
+  }
   pmkit_pool_close(pool);
   return 0;
 }
