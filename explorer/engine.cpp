@@ -1453,9 +1453,11 @@ void Engine::report(double secs) {
   if (!O.robustness) {
     js += "null";
   } else {
-    printf("\nrobustness: %llu of %llu images no strict-persistency execution "
-           "produces (judged on %s)\n",
+    printf("\nrobustness: %llu of %llu crash images no strict-persistency "
+           "execution produces (each image as the writes it keeps and loses, "
+           "%llu distinct contents; judged on %s)\n",
            (unsigned long long)nonRobust, (unsigned long long)robustChecked,
+           (unsigned long long)distinct,
            wholeImage ? "the whole image: the checker recorded no reads"
                       : "the locations the checker read");
     std::vector<const Violation *> vs;
@@ -1487,9 +1489,9 @@ void Engine::report(double secs) {
     printf("\nresult: FAILED: %llu of %llu crash images are inconsistent\n",
            (unsigned long long)failed, (unsigned long long)checked);
   else if (nonRobust)
-    printf("\nresult: FAILED: all %llu crash images are consistent, but %llu "
-           "are not robust\n",
-           (unsigned long long)checked, (unsigned long long)nonRobust);
+    printf("\nresult: FAILED: no checked image is inconsistent, but %llu of "
+           "%llu crash images are not robust\n",
+           (unsigned long long)nonRobust, (unsigned long long)robustChecked);
   else if (exhaustive)
     printf("\nresult: ok (exhaustive): every crash image of all %zu crash "
            "points is consistent (%llu distinct images checked)\n",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT = 300
-ROBUSTNESS_RE = re.compile(r"robustness: (\d+) of (\d+) images")
+ROBUSTNESS_RE = re.compile(r"robustness: (\d+) of (\d+) crash images")
 
 
 def explore(bindir: Path, exe: str, build: Path) -> tuple[int, str, str]:
