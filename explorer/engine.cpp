@@ -25,9 +25,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -107,6 +109,8 @@ bool isRuntimeLoc(const std::string &loc) {
 // A count that may be astronomically large: exact below 10^15.
 std::string approx(double v) {
   char b[32];
+  if (std::isinf(v))
+    return "more than 1e308";
   if (v < 1e15)
     snprintf(b, sizeof b, "%.0f", v);
   else
@@ -114,7 +118,8 @@ std::string approx(double v) {
   return b;
 }
 
-std::string approxJson(double v) {
+std::string approxJson(double v) { // JSON has no infinity: the largest
+  v = std::min(v, std::numeric_limits<double>::max());
   char b[32];
   snprintf(b, sizeof b, "%.17g", v);
   return b;
@@ -244,7 +249,10 @@ private:
   uint64_t generated = 0, distinct = 0, checked = 0, failed = 0;
   size_t npoints = 0, allPoints = 0;
   std::vector<PointCover> cover; // per explored crash point
-  uint64_t perPoint = 0;         // images per crash point, from the budget
+  uint64_t perPoint = 0;         // images of the point being generated
+  std::vector<uint64_t> quota;   // per crash point, planned from the budget
+  std::vector<double> planTotals(const std::vector<CrashPoint> &pts);
+  void planQuotas();
   std::vector<Failure> failures;
 
   // --robustness: images no strict-persistency execution produces, by the
@@ -736,12 +744,13 @@ void Engine::tornImages(const CrashPoint &cp,
 
 // Candidate images for a crash point with more images than perPoint. Bugs
 // of ordering show when some writes are lost while later ones persisted,
-// so beside uniform random choices the sampler takes, in turn: each unit
-// alone lost and each alone kept (least covered across points first, then
-// the most recent), runs of consecutive undetermined writes lost (windows
-// of the store order, often ending just before the last writes), pairs,
-// intermediate values of units written several times (write-after-write
-// chains) and random subsets of every density.
+// so beside uniform random choices (three rounds in eight: a bug that shows
+// in one image of 64 is only found by enough of them) the sampler takes,
+// in turn: each unit alone lost (least covered across points first, then
+// the most recent) and each alone kept, runs of consecutive undetermined
+// writes lost (windows of the store order, often ending just before the
+// last writes), pairs, intermediate values of units written several times
+// (write-after-write chains) and random subsets of other densities.
 void Engine::sample(const std::vector<uint32_t> &u, std::mt19937_64 &rng,
                     std::vector<std::vector<Choice>> &cand) {
   auto nOf = [&](uint32_t ui) { return (uint32_t)units[ui].hist.size(); };
@@ -803,28 +812,22 @@ void Engine::sample(const std::vector<uint32_t> &u, std::mt19937_64 &rng,
         continue;
     }
     std::vector<Choice> cs;
-    switch (round % 8) {
-    case 0: // one unit lost (all its undetermined writes, or the last)
-    case 4:
-      if (lost1 < byNeed.size()) {
-        uint32_t ui = byNeed[lost1++];
-        units[ui].covered++;
-        cs.push_back(round % 16 < 8 ? lbChoice(ui)
-                                    : Choice{ui, nOf(ui) - 1, nOf(ui)});
-        break;
-      }
-      [[fallthrough]];
-    case 1: // one unit kept, every other undetermined write lost
-      if (kept1 < byRecent.size()) {
-        uint32_t keep = byRecent[kept1++];
-        for (uint32_t ui : u)
-          if (ui != keep)
-            cs.push_back(lbChoice(ui));
-        break;
-      }
-      [[fallthrough]];
-    case 2: // a window of the store order lost
-    case 6: {
+    // In eight rounds: one single loss, one keep-one, two windows, one
+    // pair or chain, three random subsets; a strategy with nothing left
+    // to try gives its round to a uniform random image.
+    unsigned r = round % 8;
+    if (r == 0 && lost1 < byNeed.size()) { // one unit lost
+      uint32_t ui = byNeed[lost1++];
+      units[ui].covered++;
+      cs.push_back(round % 16 < 8 ? lbChoice(ui)
+                                  : Choice{ui, nOf(ui) - 1, nOf(ui)});
+    } else if (r == 1 && kept1 < byRecent.size()) { // one unit kept
+      uint32_t keep = byRecent[kept1++];
+      for (uint32_t ui : u)
+        if (ui != keep)
+          cs.push_back(lbChoice(ui));
+    } else if ((r == 2 || r == 4) && !order.empty()) {
+      // A window of the store order lost, often ending at the last writes.
       size_t m = order.size();
       size_t end =
           rng() % 2 ? m - std::min<size_t>(m - 1, rng() % 4) : 1 + rng() % m;
@@ -837,43 +840,99 @@ void Engine::sample(const std::vector<uint32_t> &u, std::mt19937_64 &rng,
       }
       for (auto [ui, kk] : k)
         cs.push_back({ui, kk, nOf(ui)});
-      break;
-    }
-    case 3: // two units lost: a recent one and any
-      if (u.size() >= 2) {
-        uint32_t a = byRecent[pairs++ % byRecent.size()];
-        uint32_t b = u[rng() % u.size()];
-        if (a == b)
-          b = byRecent[(pairs + byRecent.size() / 2) % byRecent.size()];
-        cs.push_back(randK(a));
-        if (b != a)
-          cs.push_back(randK(b));
-        break;
-      }
-      [[fallthrough]];
-    case 7: // an intermediate value of a unit written several times
-      if (!multi.empty()) {
-        uint32_t ui = multi[rng() % multi.size()];
-        uint32_t lb = units[ui].lb, n = nOf(ui);
-        cs.push_back({ui, lb + 1 + (uint32_t)(rng() % (n - lb - 1)), n});
-        for (uint32_t o : u) // and some others lost
-          if (o != ui && rng() % 4 == 0)
-            cs.push_back(randK(o));
-        break;
-      }
-      [[fallthrough]];
-    default: { // a random subset, of a random density
-      static const unsigned density[] = {1, 4, 8, 12, 15}; // sixteenths
-      unsigned d = density[rng() % 5];
+    } else if (r == 3 && round % 16 < 8 && u.size() >= 2) {
+      // Two units lost: a recent one and any.
+      uint32_t a = byRecent[pairs++ % byRecent.size()];
+      uint32_t b = u[rng() % u.size()];
+      if (a == b)
+        b = byRecent[(pairs + byRecent.size() / 2) % byRecent.size()];
+      cs.push_back(randK(a));
+      if (b != a)
+        cs.push_back(randK(b));
+    } else if (r == 3 && !multi.empty()) {
+      // An intermediate value of a unit written several times.
+      uint32_t ui = multi[rng() % multi.size()];
+      uint32_t lb = units[ui].lb, n = nOf(ui);
+      cs.push_back({ui, lb + 1 + (uint32_t)(rng() % (n - lb - 1)), n});
+      for (uint32_t o : u) // and some others lost
+        if (o != ui && rng() % 4 == 0)
+          cs.push_back(randK(o));
+    } else if (r == 6) { // a random subset of another density
+      static const unsigned density[] = {1, 4, 12, 15}; // sixteenths
+      unsigned d = density[rng() % 4];
       for (uint32_t ui : u)
         if (rng() % 16 < d)
           cs.push_back(randK(ui));
-      break;
-    }
+    } else { // uniform: each unit keeps any of its allowed prefixes
+      for (uint32_t ui : u) {
+        uint32_t n = nOf(ui);
+        uint32_t k = units[ui].lb + (uint32_t)(rng() % (n - units[ui].lb + 1));
+        if (k < n)
+          cs.push_back({ui, k, n});
+      }
     }
     sortChoices(cs);
     cand.push_back(std::move(cs));
   }
+}
+
+// The images each crash point allows, from a walk of the trace by a second
+// engine that generates nothing.
+std::vector<double> Engine::planTotals(const std::vector<CrashPoint> &pts) {
+  Engine walk(T, O);
+  std::vector<double> totals;
+  for (const CrashPoint &cp : pts) {
+    walk.advance(cp.state());
+    if (cp.torn) {
+      const Event &e = T.events[cp.pos];
+      uint64_t first = e.addr >> shift,
+               last = (e.addr + e.length() - 1) >> shift;
+      totals.push_back((double)(last - first) + 2);
+      continue;
+    }
+    double product = 1;
+    for (uint32_t ui : walk.und)
+      product *= walk.units[ui].hist.size() - walk.units[ui].lb + 1;
+    totals.push_back(product);
+  }
+  return totals;
+}
+
+// Shares the budget out over the crash points. With --per-point K every
+// point gets K (at most its share of the budget). Otherwise points are
+// enumerated exhaustively, smallest first, as long as the budget still
+// leaves 64 images for each point after them; the rest of the budget is
+// shared evenly by the points that must be sampled (at most 1024 each), so
+// that a bug showing in one image of 64 at a sampled point is found with
+// almost every seed.
+void Engine::planQuotas() {
+  uint64_t share =
+      std::max<uint64_t>(2, O.budget / std::max<size_t>(1, npoints));
+  if (O.perPoint) {
+    quota.assign(npoints, std::min(share, O.perPoint));
+    return;
+  }
+  std::vector<double> totals = planTotals(pointsList);
+  std::vector<size_t> order(npoints);
+  for (size_t i = 0; i < npoints; i++)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return totals[a] < totals[b]; });
+  quota.assign(npoints, 0);
+  const uint64_t floor = std::min<uint64_t>(64, share);
+  double left = (double)O.budget;
+  size_t i = 0;
+  for (; i < npoints; i++) {
+    double t = totals[order[i]];
+    if (t > std::max<double>(floor, left - (double)floor * (npoints - i - 1)))
+      break;
+    quota[order[i]] = (uint64_t)t;
+    left -= t;
+  }
+  size_t rest = npoints - i;
+  uint64_t each = rest ? (uint64_t)std::max<double>(floor, left / rest) : 0;
+  for (; i < npoints; i++)
+    quota[order[i]] = std::clamp<uint64_t>(each, 2, 1024);
 }
 
 void Engine::generate(size_t point, const CrashPoint &cp) {
@@ -920,6 +979,13 @@ void Engine::generate(size_t point, const CrashPoint &cp) {
       pc.exhaustive = false;
       budgetHit = true;
       return;
+    }
+    if (O.stopAfter && pc.tried % 32 == 31) {
+      collect(false);
+      if (failed >= O.stopAfter) {
+        pc.exhaustive = false;
+        return;
+      }
     }
     generated++;
     pc.tried++;
@@ -1220,8 +1286,7 @@ int Engine::run() {
   npoints = pointsList.size();
   cover.assign(npoints, PointCover{});
   // Share the budget out so that late crash points get images too.
-  perPoint = std::clamp<uint64_t>(O.budget / std::max<size_t>(1, npoints), 2,
-                                  O.perPoint);
+  planQuotas();
 
   std::vector<std::thread> workers;
   for (unsigned s = 0; s < nslots; s++)
@@ -1239,7 +1304,8 @@ int Engine::run() {
   try {
     for (size_t p = 0; p < pointsList.size(); p++) {
       advance(pointsList[p].state());
-      if (distinct < O.budget)
+      perPoint = quota[p];
+      if (distinct < O.budget && !(O.stopAfter && failed >= O.stopAfter))
         generate(p, pointsList[p]);
       else
         cover[p].skipped = true;
@@ -1252,7 +1318,7 @@ int Engine::run() {
               "--require-exhaustive: " +
               describeJob({p, pointsList[p].state(), {}, pointsList[p].torn}) +
               " allows " + approx(cover[p].total) + " images, more than the " +
-              std::to_string(perPoint) + " per point this run may check" +
+              std::to_string(quota[p]) + " this run may check there" +
               (budgetHit ? " (the budget ran out)" : "") +
               "; raise --per-point and --budget, or narrow the points");
       }
@@ -1351,13 +1417,18 @@ void Engine::report(double secs) {
     printf(" (a sample, seed %llu)", (unsigned long long)O.seed);
   printf("; %zu enumerated exhaustively, %zu sampled", exhaustivePts,
          sampledPts);
+  uint64_t qmin = UINT64_MAX, qmax = 0;
+  for (size_t p = 0; p < npoints; p++)
+    if (!cover[p].exhaustive && !cover[p].skipped)
+      qmin = std::min(qmin, quota[p]), qmax = std::max(qmax, quota[p]);
   if (skippedPts)
-    printf(", %zu skipped (budget spent)", skippedPts);
+    printf(", %zu skipped (%s)", skippedPts,
+           budgetHit ? "budget spent" : "--stop-after reached");
   if (sampledPts)
     printf("\n  sampled:      %llu images tried of about %s the sampled "
-           "points allow (--per-point %llu)",
+           "points allow (%llu to %llu a point)",
            (unsigned long long)sampledTried, approx(sampledTotal).c_str(),
-           (unsigned long long)perPoint);
+           (unsigned long long)qmin, (unsigned long long)qmax);
   printf("\n  images:       %llu generated, %llu distinct, %llu checked, "
          "%llu failed%s\n",
          (unsigned long long)generated, (unsigned long long)distinct,
@@ -1385,7 +1456,7 @@ void Engine::report(double secs) {
       ", \"sampled_images_tried\": " + std::to_string(sampledTried) +
       ", \"sampled_images_estimate\": " + approxJson(sampledTotal) +
       ", \"images_estimate\": " + approxJson(allTotal) +
-      ", \"per_point\": " + std::to_string(perPoint) +
+      ", \"per_point\": " + std::to_string(O.perPoint) +
       ", \"budget\": " + std::to_string(O.budget) +
       ", \"budget_reached\": " + (budgetHit ? "true" : "false") + "}" +
       ",\n  \"images_generated\": " + std::to_string(generated) +

@@ -166,7 +166,7 @@ struct Options {
   std::string model = "x86";
   std::string points; // empty: the model's default
   uint64_t budget = 20000;
-  uint64_t perPoint = 64;
+  uint64_t perPoint = 0; // 0: planned from the budget (engine.cpp)
   uint64_t seed = 1;
   unsigned jobs = 2;
   std::string mark;    // only crash points inside this operation
@@ -174,6 +174,7 @@ struct Options {
   std::string saveDir; // failing images go here
   bool robustness = false;
   bool requireExhaustive = false; // exit 2 unless every image is checked
+  uint64_t stopAfter = 0;         // stop exploring after this many failures
   unsigned maxReports = 3;
   bool progress = false;
   std::string recordCommand; // how the trace was made, for the report

@@ -38,11 +38,15 @@ const char *Usage =
     "  --points P       crash points: fences, stores, marks, all\n"
     "                   (default: fences for x86, stores for eadr)\n"
     "  --budget N       check at most N distinct images (default 20000)\n"
-    "  --per-point K    images per crash point (default 64); a point with\n"
-    "                   more is sampled, and the verdict says so\n"
+    "  --per-point K    images per crash point; a point with more is\n"
+    "                   sampled, and the verdict says so (default: planned\n"
+    "                   from the budget: small points enumerated, the rest\n"
+    "                   shared by the sampled ones)\n"
     "  --require-exhaustive  exit 2 unless every crash image of every\n"
     "                   crash point can be checked\n"
     "  --seed S         seed for sampling points and images (default 1)\n"
+    "  --stop-after N   stop exploring once N images failed (the images\n"
+    "                   before are those of a full run)\n"
     "  --jobs J         checkers run in parallel (default 2)\n"
     "  --mark NAME      only crash points inside operations marked NAME\n"
     "  --check CMD      shell command checking an image; {pool} is replaced\n"
@@ -151,7 +155,11 @@ Args parse(int argc, char **argv) {
         usage("--budget 0 would check no image: give at least 1");
     } else if (key == "--per-point")
       A.O.perPoint = std::max<uint64_t>(2, number(key, v));
-    else if (key == "--seed")
+    else if (key == "--stop-after") {
+      A.O.stopAfter = number(key, v);
+      if (!A.O.stopAfter)
+        usage("--stop-after needs at least 1 failing image");
+    } else if (key == "--seed")
       A.O.seed = number(key, v);
     else if (key == "--jobs")
       A.O.jobs = (unsigned)std::max<uint64_t>(1, number(key, v));

@@ -128,6 +128,10 @@ def explore(
             model,
             "--jobs",
             "2",
+            # 64 images a point, as the verdicts were set with: the default
+            # plan spends the whole budget on the runtime's sampled points.
+            "--per-point",
+            "64",
             *check,
             "--",
             str(exe),

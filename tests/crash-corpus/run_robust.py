@@ -34,7 +34,7 @@ def explore(bindir: Path, exe: str, build: Path) -> tuple[int, str, str]:
         prog = str(bindir / exe)
         cmd = [
             sys.executable, "-m", "pmkit", "explore", "--model", "x86", "--robustness",
-            "--jobs", "2", "--no-progress", "--save-dir", f"{tmp}/failures",
+            "--jobs", "2", "--no-progress", "--save-dir", f"{tmp}/failures", "--per-point", "64",
             "--check", f"{prog} check {{pool}}", "--", prog, "run", f"{tmp}/pool",
         ]  # fmt: skip
         env = dict(os.environ, PMKIT_BUILD_DIR=str(build))
