@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 9u
+#define PMKIT_ABI_VERSION 10u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -87,8 +87,16 @@ void __pmkit_trace_fence(uint32_t kind, uint32_t loc);
 int32_t __pmkit_trace_atomic_begin(const void *addr);
 void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
                               uint32_t size, uint32_t kind, uint32_t loc);
+/* A call to code the pass did not instrument (a function only declared in
+ * the module) is about to be given addr, a pointer into a pool: a CALL
+ * event, so that a reader can name what may have written there. Calls the
+ * pass knows to write a buffer (read, recv, fread, clock_gettime, ...)
+ * are recorded instead as a __pmkit_trace_write of the bytes written, after
+ * they return. */
+void __pmkit_trace_call(const void *addr, uint32_t loc);
 /* Source locations of one module: n entries of {id, "file:line:col"},
- * registered by a constructor the pass adds. */
+ * registered by a constructor the pass adds to every module it
+ * instruments, also one with no locations (n = 0). */
 struct __pmkit_trace_loc {
   uint32_t id;
   const char *text;
@@ -300,6 +308,10 @@ enum {
  *      (tagged atomic RMWs), pointer slots in the FASE table, locks in
  *      static data.
  *   9  __pmkit_arp_release/_acquire/_seqpoint (pmkit::atomic, arp mode).
+ *  10  __pmkit_trace_call (CALL events); the pass records the buffers of
+ *      read, recv, fread, clock_gettime, ... as writes after the call, a
+ *      locked atomic on DRAM as a fence, and registers every instrumented
+ *      module with __pmkit_trace_locs.
  */
 
 #ifdef __cplusplus

@@ -1,11 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // PersistOps.h -- how pmkit's passes recognise the x86 persistence
-// instructions a program already contains: flushes and fences written as
-// inline asm (by mnemonic, or hand-encoded with .byte) and their kinds,
-// taken from include/pmkit/pmkit.h (PMKIT_FLUSH_*) and
-// include/pmkit/trace_format.h (PMKIT_FENCE_*). pmkit-trace reports them;
-// pmkit-robust strips them with -pmkit-robust-strip-existing. Header only.
+// instructions a program already contains as inline asm: flushes (clflush,
+// clflushopt, clwb) and fences (sfence, mfence, locked instructions, xchg
+// with a memory operand), with their kinds taken from include/pmkit/pmkit.h
+// (PMKIT_FLUSH_*) and include/pmkit/trace_format.h (PMKIT_FENCE_*).
+// pmkit-trace reports them; pmkit-robust strips them with
+// -pmkit-robust-strip-existing; the FASE passes treat them as fences.
+//
+// An asm statement is judged by its machine code, not its text: the
+// template, with each operand replaced by a concrete register, memory
+// operand or immediate of the kind its constraint asks for, is assembled
+// with LLVM's x86-64 assembler and the bytes are decoded again. So
+// ".byte 0x66; xsaveopt (%rax)" is the clwb it encodes, ".byte 0x66;
+// clflush (%rax)" a clflushopt (not a clflush, which would persist at
+// once), lfence nothing, and an xchg a fence only with a memory operand.
+// Only a template the assembler rejects is read by the text rules of
+// asmEffectText (counted by the statistic pmkit-asm.NumTextFallbacks).
+// The assembler side is in passes/Trace/AsmDecode.cpp.
 
 #ifndef PMKIT_PASSES_COMMON_PERSISTOPS_H
 #define PMKIT_PASSES_COMMON_PERSISTOPS_H
@@ -20,6 +32,10 @@
 #include <cstdint>
 #include <string>
 
+namespace llvm {
+class CallBase;
+} // namespace llvm
+
 namespace pmkit {
 
 // The kinds as the contracts number them: flushes as pmkit.h's
@@ -33,16 +49,40 @@ enum : uint32_t {
   FenceLocked = PMKIT_FENCE_LOCKED,
 };
 
-// What an inline asm statement does to persistence, read from its text.
-struct AsmEffect {
-  uint32_t Flush = 0; // FlushClwb...; 0 = none
-  uint32_t Fence = 0; // FenceSfence...; 0 = none
+// One flush or fence of an asm statement, in the order it executes.
+struct AsmOp {
+  bool IsFlush = false;
+  uint32_t Kind = 0; // FlushClwb... if IsFlush, else FenceSfence...
+  // A flush's address: the value of call argument Arg (a pointer, or an
+  // integer holding one) plus Disp. Arg is -1 when the address is not an
+  // operand of the statement (a register the asm loads itself, RIP-relative,
+  // an index register): such a flush cannot be placed.
+  int Arg = -1;
+  int64_t Disp = 0;
 };
 
+// What an inline asm statement does to persistence.
+struct AsmEffect {
+  uint32_t Flush = 0; // the first flush's kind; 0 = none
+  uint32_t Fence = 0; // the strongest fence: mfence, sfence, locked; 0 = none
+  // True if the machine code was decoded: Ops holds every flush and fence
+  // in execution order. False: the text rules decided Flush and Fence (the
+  // template did not assemble) and Ops is empty.
+  bool Decoded = false;
+  llvm::SmallVector<AsmOp, 2> Ops;
+};
+
+// Decodes the statement called by CB, with its operands chosen from its
+// constraints and call arguments, so that each flush names the argument it
+// flushes. Falls back to asmEffectText if the template does not assemble.
+AsmEffect asmEffect(const llvm::CallBase &CB);
+
+// The same from the template alone (callers that have only the text): each
+// operand is tried as a register, then as a memory operand. Flush and Fence
+// only; a flush's Arg is -1.
+AsmEffect asmEffect(llvm::StringRef Template);
+
 // A `lock` prefix as its own word ("lock; addl ...", "lock cmpxchg ...").
-// xchg with a memory operand is locked too, but its operand is a template
-// placeholder here, so it cannot be told from the register form (cpuid.h
-// uses one): such asm is not counted as a fence.
 inline bool hasLockPrefix(llvm::StringRef S) {
   for (size_t P = S.find("lock"); P != llvm::StringRef::npos;
        P = S.find("lock", P + 1)) {
@@ -55,11 +95,12 @@ inline bool hasLockPrefix(llvm::StringRef S) {
   return false;
 }
 
-// Recognises the mnemonics and the hand-encoded forms that code written
-// for assemblers without clwb uses (".byte 0x66, 0x0f, 0xae, 0x30" is
-// clwb (%rax)): 0f ae with ModRM reg field 7 is clflush, or clflushopt after
-// a 66 prefix; reg 6 after 66 is clwb.
-inline AsmEffect asmEffect(llvm::StringRef Text) {
+// The text rules, for templates the assembler rejects: mnemonics as words
+// of the text, and the hand-encoded forms spelt as one .byte list
+// (".byte 0x66, 0x0f, 0xae, 0x30" is clwb (%rax)): 0f ae with ModRM reg
+// field 7 is clflush, or clflushopt after a 66 prefix; reg 6 after 66 is
+// clwb. An xchg with a memory operand is not recognised here.
+inline AsmEffect asmEffectText(llvm::StringRef Text) {
   AsmEffect E;
   std::string T = Text.lower();
   llvm::StringRef S(T);

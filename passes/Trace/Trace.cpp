@@ -15,6 +15,8 @@
 
 #include "Common/PersistOps.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
@@ -53,6 +55,10 @@ STATISTIC(NumSkippedLocal,
           "Accesses skipped: to the stack or a global, never PM");
 STATISTIC(NumSkippedUnsupported,
           "Accesses skipped: atomic wider than 8 bytes (not traceable)");
+STATISTIC(NumUnplacedFlushes,
+          "Flushes in inline asm skipped: address not an operand");
+STATISTIC(NumLibWrites, "Library calls recorded as writes after they return");
+STATISTIC(NumCalls, "Pointers given to uninstrumented calls (CALL events)");
 
 static cl::opt<bool> TraceOpt("pmkit-trace", cl::Hidden, cl::init(false),
                               cl::desc("Run pmkit-trace last in the pipeline"));
@@ -101,7 +107,7 @@ private:
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void, *IntPtr;
   FunctionCallee FStore, FNTStore, FWrite, FMemset, FLoad, FRead, FFlush,
-      FFence, FAtomicBegin, FAtomicEnd, FLocs;
+      FFence, FAtomicBegin, FAtomicEnd, FLocs, FCall, FStrnlen;
   GlobalVariable *Lo = nullptr, *Hi = nullptr;
   // Locations of this module: id -> text, in first-use order.
   SmallVector<std::pair<uint32_t, std::string>, 64> Locs;
@@ -120,6 +126,9 @@ private:
   void instrumentRead(CallBase *CB, Value *Ptr, Value *Len);
   void instrumentFlush(CallBase *CB, Value *Addr, uint32_t Kind);
   void instrumentFence(Instruction *I, uint32_t Kind, bool After);
+  void instrumentAsm(CallBase *CB);
+  const Value *instrumentLibWrite(CallBase *CB);
+  void instrumentCall(CallBase *CB, const Value *Recorded);
   void emitLocTable();
 };
 
@@ -140,6 +149,7 @@ void Tracer::declareRuntime() {
   FAtomicEnd = M.getOrInsertFunction("__pmkit_trace_atomic_end", Void, I32, Ptr,
                                      I64, I32, I32, I32);
   FLocs = M.getOrInsertFunction("__pmkit_trace_locs", Void, Ptr, I32);
+  FCall = M.getOrInsertFunction("__pmkit_trace_call", Void, Ptr, I32);
   auto Box = [&](StringRef Name) {
     GlobalVariable *G = M.getGlobalVariable(Name);
     if (!G)
@@ -205,12 +215,12 @@ Value *Tracer::toI64(IRBuilder<> &B, Value *V) {
 
 void Tracer::instrumentStore(StoreInst *SI) {
   Value *Addr = SI->getPointerOperand();
-  if (neverPM(Addr)) {
-    ++NumSkippedLocal;
+  if (SI->isAtomic()) { // a seq_cst one fences wherever it stores
+    instrumentAtomic(SI, Addr);
     return;
   }
-  if (SI->isAtomic()) {
-    instrumentAtomic(SI, Addr);
+  if (neverPM(Addr)) {
+    ++NumSkippedLocal;
     return;
   }
   Value *V = SI->getValueOperand();
@@ -252,9 +262,31 @@ void Tracer::instrumentLoad(LoadInst *LI) {
   ++NumLoads;
 }
 
+// Whether x86-64 runs an atomic access as a locked instruction, a fence
+// for persistence: every atomicrmw and cmpxchg (lock xadd, lock cmpxchg,
+// xchg, a cmpxchg loop) and seq_cst store (xchg), and every atomic wider
+// than 8 bytes (cmpxchg16b, or a libcall that takes a lock) -- except an
+// `atomicrmw or 0` whose result is unused, for which the backend emits
+// nothing unless it is seq_cst and not single-thread (then a locked or on
+// the stack).
+static bool isLocked(Instruction *I, uint64_t Size) {
+  if (auto *SI = dyn_cast<StoreInst>(I))
+    return Size > 8 ||
+           SI->getOrdering() == AtomicOrdering::SequentiallyConsistent;
+  if (auto *RMW = dyn_cast<AtomicRMWInst>(I)) {
+    auto *K = dyn_cast<ConstantInt>(RMW->getValOperand());
+    if (RMW->getOperation() == AtomicRMWInst::Or && K && K->isZero() &&
+        RMW->use_empty())
+      return RMW->getOrdering() == AtomicOrdering::SequentiallyConsistent &&
+             RMW->getSyncScopeID() != SyncScope::SingleThread;
+  }
+  return true;
+}
+
 // Atomic store, atomicrmw or cmpxchg: begin before, end after with what it
-// wrote. Always called (the runtime tests the address): a locked
-// instruction fences even on DRAM.
+// wrote (the runtime tests the address: on DRAM a locked instruction is
+// still a fence). One that can only be on the stack or a global is not
+// bracketed; if it is locked, a fence is reported after it.
 void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
   Type *VT = nullptr;
   if (auto *SI = dyn_cast<StoreInst>(I))
@@ -264,8 +296,15 @@ void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
   else
     VT = cast<AtomicCmpXchgInst>(I)->getNewValOperand()->getType();
   uint64_t Size = DL.getTypeStoreSize(VT).getFixedValue();
-  if (Size > 8 || !valueFitsI64(VT)) {
-    ++NumSkippedUnsupported;
+  bool Locked = isLocked(I, Size);
+  auto *RMW = dyn_cast<AtomicRMWInst>(I);
+  if (RMW && !Locked) // the `or 0` the backend drops: no store, no fence
+    return;
+  bool Local = neverPM(Addr);
+  if (Local || Size > 8 || !valueFitsI64(VT)) {
+    ++(Local ? NumSkippedLocal : NumSkippedUnsupported);
+    if (Locked)
+      instrumentFence(I, FenceLocked, true);
     return;
   }
   uint32_t Loc = locOf(I);
@@ -276,10 +315,8 @@ void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
   if (auto *SI = dyn_cast<StoreInst>(I)) {
     NewV = toI64(B, SI->getValueOperand());
     // A seq_cst store is an xchg on x86: a locked instruction.
-    Kind = B.getInt32(
-        SI->getOrdering() == AtomicOrdering::SequentiallyConsistent ? EvRMW
-                                                                    : EvStore);
-  } else if (auto *RMW = dyn_cast<AtomicRMWInst>(I)) {
+    Kind = B.getInt32(Locked ? EvRMW : EvStore);
+  } else if (RMW) {
     NewV = toI64(B, buildAtomicRMWValue(RMW->getOperation(), B, RMW,
                                         RMW->getValOperand()));
     Kind = B.getInt32(EvRMW);
@@ -344,9 +381,189 @@ void Tracer::instrumentFence(Instruction *I, uint32_t Kind, bool After) {
   ++NumFences;
 }
 
-void Tracer::emitLocTable() {
-  if (Locs.empty())
+// Inline asm, judged by its machine code (Common/PersistOps.h): its
+// flushes and fences in the order they execute, each flush at the address
+// its operand holds. They are reported before the statement, or after it if
+// it holds a locked instruction (which must have happened for its ordering
+// to count). A flush whose address is no operand is not reported: a missing
+// flush can only add crash images, a wrong one could hide some.
+void Tracer::instrumentAsm(CallBase *CB) {
+  AsmEffect E = asmEffect(*CB);
+  if (!E.Decoded) { // the text rules: the first pointer operand
+    if (E.Flush) {
+      Value *Addr = nullptr;
+      for (Value *A : CB->args())
+        if (A->getType()->isPointerTy()) {
+          Addr = A;
+          break;
+        }
+      if (Addr)
+        instrumentFlush(CB, Addr, E.Flush);
+    }
+    if (E.Fence)
+      instrumentFence(CB, E.Fence,
+                      E.Fence == FenceLocked && !CB->isTerminator());
     return;
+  }
+  bool After = !CB->isTerminator() && any_of(E.Ops, [](const AsmOp &Op) {
+    return !Op.IsFlush && Op.Kind == FenceLocked;
+  });
+  uint32_t Loc = locOf(CB);
+  IRBuilder<> B(After ? CB->getNextNode() : CB);
+  for (const AsmOp &Op : E.Ops) {
+    if (!Op.IsFlush) {
+      B.CreateCall(FFence, {B.getInt32(Op.Kind), B.getInt32(Loc)});
+      ++NumFences;
+      continue;
+    }
+    Value *A = Op.Arg >= 0 ? CB->getArgOperand(Op.Arg) : nullptr;
+    if (A && A->getType()->isIntegerTy())
+      A = B.CreateIntToPtr(B.CreateZExtOrTrunc(A, IntPtr), Ptr);
+    if (!A || !A->getType()->isPointerTy()) {
+      ++NumUnplacedFlushes;
+      continue;
+    }
+    if (Op.Disp)
+      A = B.CreateGEP(I8, A, B.getInt64(Op.Disp));
+    B.CreateCall(FFlush, {A, B.getInt32(Op.Kind), B.getInt32(Loc)});
+    ++NumFlushes;
+  }
+}
+
+namespace {
+// Library calls that write into a buffer they are given, recorded as a
+// write of that buffer once they return: argument Dst, with a length
+//   Ret       the call's result, if positive (read, recv, getrandom);
+//   Items     (result + 1) * argument A, at most argument A * argument B
+//             (fread: a partial item may have been written too);
+//   String    up to the NUL, at most argument A bytes (fgets);
+//   Fixed     Bytes (a struct the call fills; x86-64 glibc sizes).
+// A buffer recorded longer than the call wrote costs nothing: bytes it left
+// alone are recorded with the value they hold.
+enum class LenFrom { Ret, Items, String, Fixed };
+struct LibWriter {
+  const char *Name;
+  unsigned NArgs, Dst;
+  LenFrom How;
+  unsigned A = 0, B = 0;
+  uint64_t Bytes = 0;
+};
+const LibWriter LibWriters[] = {
+    {"read", 3, 1, LenFrom::Ret},
+    {"__read_chk", 4, 1, LenFrom::Ret},
+    {"pread", 4, 1, LenFrom::Ret},
+    {"pread64", 4, 1, LenFrom::Ret},
+    {"__pread_chk", 5, 1, LenFrom::Ret},
+    {"__pread64_chk", 5, 1, LenFrom::Ret},
+    {"recv", 4, 1, LenFrom::Ret},
+    {"__recv_chk", 5, 1, LenFrom::Ret},
+    {"recvfrom", 6, 1, LenFrom::Ret},
+    {"__recvfrom_chk", 7, 1, LenFrom::Ret},
+    {"getrandom", 3, 0, LenFrom::Ret},
+    {"fread", 4, 0, LenFrom::Items, 1, 2},
+    {"fread_unlocked", 4, 0, LenFrom::Items, 1, 2},
+    {"__fread_chk", 5, 0, LenFrom::Items, 2, 3},
+    {"fgets", 3, 0, LenFrom::String, 1},
+    {"fgets_unlocked", 3, 0, LenFrom::String, 1},
+    {"__fgets_chk", 4, 0, LenFrom::String, 2},
+    {"clock_gettime", 2, 1, LenFrom::Fixed, 0, 0, 16}, // struct timespec
+    {"gettimeofday", 2, 0, LenFrom::Fixed, 0, 0, 16},  // struct timeval
+    {"time", 1, 0, LenFrom::Fixed, 0, 0, 8},           // time_t
+    {"localtime_r", 2, 1, LenFrom::Fixed, 0, 0, 56},   // struct tm
+    {"gmtime_r", 2, 1, LenFrom::Fixed, 0, 0, 56},
+};
+} // namespace
+
+// A call of LibWriters: after it returns, the bytes it wrote into a pool
+// are recorded as a write. Returns the buffer so recorded, or null.
+const Value *Tracer::instrumentLibWrite(CallBase *CB) {
+  auto *CI = dyn_cast<CallInst>(CB); // an invoke returns to another block
+  if (!CI)
+    return nullptr;
+  StringRef N = CI->getCalledFunction()->getName();
+  const LibWriter *W =
+      find_if(LibWriters, [&](const LibWriter &L) { return N == L.Name; });
+  if (W == std::end(LibWriters) || CI->arg_size() != W->NArgs)
+    return nullptr;
+  Value *Dst = CI->getArgOperand(W->Dst);
+  bool RetInt = CI->getType()->isIntegerTy();
+  auto IntArg = [&](unsigned I) {
+    return CI->getArgOperand(I)->getType()->isIntegerTy();
+  };
+  if (!Dst->getType()->isPointerTy() ||
+      ((W->How == LenFrom::Ret || W->How == LenFrom::Items) && !RetInt) ||
+      (W->How == LenFrom::Items && !(IntArg(W->A) && IntArg(W->B))) ||
+      (W->How == LenFrom::String && !IntArg(W->A)))
+    return nullptr;
+  if (neverPM(Dst))
+    return Dst;
+  uint32_t Loc = locOf(CI);
+  Instruction *Then = guard(CI->getNextNode(), Dst);
+  IRBuilder<> B(Then);
+  Value *Len = nullptr, *Zero = B.getInt64(0);
+  switch (W->How) {
+  case LenFrom::Ret: {
+    Value *R = B.CreateSExtOrTrunc(CI, I64);
+    Len = B.CreateSelect(B.CreateICmpSGT(R, Zero), R, Zero);
+    break;
+  }
+  case LenFrom::Items: {
+    Value *Size = B.CreateZExtOrTrunc(CI->getArgOperand(W->A), I64);
+    Value *Max =
+        B.CreateMul(Size, B.CreateZExtOrTrunc(CI->getArgOperand(W->B), I64));
+    Value *Got = B.CreateMul(
+        Size, B.CreateAdd(B.CreateZExtOrTrunc(CI, I64), B.getInt64(1)));
+    Len = B.CreateSelect(B.CreateICmpULT(Got, Max), Got, Max);
+    break;
+  }
+  case LenFrom::String: {
+    if (!FStrnlen)
+      FStrnlen = M.getOrInsertFunction("strnlen", I64, Ptr, I64);
+    Value *Cap = B.CreateSExtOrTrunc(CI->getArgOperand(W->A), I64);
+    Cap = B.CreateSelect(B.CreateICmpSGT(Cap, Zero), Cap, Zero);
+    Value *S = B.CreateAdd(B.CreateCall(FStrnlen, {Dst, Cap}), B.getInt64(1));
+    Len = B.CreateSelect(B.CreateICmpULT(S, Cap), S, Cap);
+    break;
+  }
+  case LenFrom::Fixed:
+    Len = B.getInt64(W->Bytes);
+    break;
+  }
+  B.CreateCall(FWrite, {Dst, Dst, Len, B.getInt32(Loc)});
+  ++NumLibWrites;
+  return Dst;
+}
+
+// A call to a function only declared here (the C library, another module):
+// a CALL event for each pointer into a pool it is given, before the call,
+// except the buffer recorded as its write and pointers it may only read.
+// The pmkit runtime's functions (pmkit_*, its internal pmk_*, pmkit::) are
+// traced themselves.
+void Tracer::instrumentCall(CallBase *CB, const Value *Recorded) {
+  StringRef N = CB->getCalledFunction()->getName();
+  if (N.startswith("pmkit_") || N.startswith("pmk_") ||
+      N.startswith("__pmkit_") || N.startswith("_ZN5pmkit") ||
+      CB->onlyReadsMemory())
+    return;
+  SmallPtrSet<const Value *, 4> Seen;
+  for (unsigned I = 0; I < CB->arg_size(); I++) {
+    Value *A = CB->getArgOperand(I);
+    if (!A->getType()->isPointerTy() || A == Recorded ||
+        isa<ConstantPointerNull>(A) || isa<UndefValue>(A) ||
+        CB->onlyReadsMemory(I) || !Seen.insert(A).second || neverPM(A))
+      continue;
+    uint32_t Loc = locOf(CB);
+    Instruction *Then = guard(CB, A);
+    IRBuilder<> B(Then);
+    B.CreateCall(FCall, {A, B.getInt32(Loc)});
+    ++NumCalls;
+  }
+}
+
+// Registers the module's locations with a constructor -- also when it has
+// none, so that the runtime knows an instrumented module is in the process
+// (PMKIT_CRASH_POINTS=stores needs one).
+void Tracer::emitLocTable() {
   StructType *Entry = StructType::get(Ctx, {I32, Ptr});
   SmallVector<Constant *, 64> Elems;
   for (auto &[Id, Text] : Locs) {
@@ -400,20 +617,8 @@ bool Tracer::run() {
             FI->getSyncScopeID() != SyncScope::SingleThread)
           instrumentFence(FI, FenceMfence, false);
       } else if (auto *CB = dyn_cast<CallBase>(I)) {
-        if (auto *IA = dyn_cast<InlineAsm>(CB->getCalledOperand())) {
-          AsmEffect E = asmEffect(IA->getAsmString());
-          if (E.Flush) {
-            Value *Addr = nullptr;
-            for (Value *A : CB->args())
-              if (A->getType()->isPointerTy()) {
-                Addr = A;
-                break;
-              }
-            if (Addr)
-              instrumentFlush(CB, Addr, E.Flush);
-          }
-          if (E.Fence)
-            instrumentFence(CB, E.Fence, E.Fence == FenceLocked);
+        if (isa<InlineAsm>(CB->getCalledOperand())) {
+          instrumentAsm(CB);
           continue;
         }
         Function *Callee = CB->getCalledFunction();
@@ -457,7 +662,11 @@ bool Tracer::run() {
           if (TraceLoads && N != "memset")
             instrumentRead(CB, CB->getArgOperand(1), CB->getArgOperand(2));
           instrumentMem(CB);
-        } else if (TraceLoads) {
+          continue;
+        }
+        if (Callee->isDeclaration())
+          instrumentCall(CB, instrumentLibWrite(CB));
+        if (TraceLoads) {
           // Library functions that read PM the pass cannot see into.
           if ((N == "memcmp" || N == "bcmp") && CB->arg_size() == 3) {
             instrumentRead(CB, CB->getArgOperand(0), CB->getArgOperand(2));

@@ -352,11 +352,12 @@ int32_t __pmkit_trace_atomic_begin(const void *addr) {
 void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
                               uint32_t size, uint32_t kind, uint32_t loc) {
   if (token < 0) {
-    /* Not PM, but a locked instruction still orders this thread's pending
-     * flushes. Only worth a record if there are some. */
-    if (active && kind != PMKIT_EV_STORE && tb && tb->pending) {
+    /* Not PM, but a locked instruction is a fence all the same: it orders
+     * this thread's flushes, and a reader counts its fences. */
+    if (active && kind != PMKIT_EV_STORE) {
       record(PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
-      tb->pending = 0;
+      if (tb)
+        tb->pending = 0;
     }
     return;
   }
@@ -367,6 +368,12 @@ void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
   if (kind != PMKIT_EV_STORE && tb)
     tb->pending = 0;
   atomic_store_explicit(&stripes[token].lock, 0, memory_order_release);
+}
+
+void __pmkit_trace_call(const void *addr, uint32_t loc) {
+  if (!active || !in_pools(addr))
+    return;
+  record(PMKIT_EV_CALL, addr, 0, 0, 0, loc);
 }
 
 /* pmkit::atomic's synchronisation, wherever the atomic is: the release is
