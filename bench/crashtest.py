@@ -304,12 +304,15 @@ def explore(
     traced: str = "hand-adr-traced", checker: str = "hand-adr", robustness: bool = False,
     expect: int = 0,
 ) -> str:  # fmt: skip
-    """Explore the traced build under x86 with the checker build's --check; the exit status
-    must be `expect`. Returns the summary line (images, and robustness with --robustness)."""
+    """Explore the traced build under x86 with the checker build's --check (with --robustness
+    under x86-line: robust mode, as PMRobust, relies on the stores to one line persisting in
+    order); the exit status must be `expect`. Returns the summary line (images, and robustness
+    with --robustness)."""
     prog, check = binary(build, name, traced), binary(build, name, checker)
     pool = work / f"explore-{name}-{traced}.pool"  # the run leaves it behind
     cmd = [
         str(REPO / ".venv" / "bin" / "python"), "-m", "pmkit", "explore", "--no-progress",
+        "--model", "x86-line" if robustness else "x86",
         "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}-{traced}"),
         *(["--robustness"] if robustness else []),
         "--check", f"{check} --check {{pool}}", "--", str(prog), *args, "--pool", str(pool),

@@ -6,7 +6,8 @@ its own flushes and fences stripped is built four times (tests/crash-corpus/CMak
   fences again, in its base, opt and flit settings;
 - <prog>-stripped: nothing is inserted (the program as robust mode's user writes it).
 
-Each is explored under the x86 model with --robustness (the checker records its reads). Robust
+Each is explored under the x86-line model with --robustness (the checker records its reads):
+robust mode, as PMRobust, relies on the stores to one cache line persisting in order. Robust
 mode passes if every robust build explores clean (no inconsistent image, no image strict
 persistency could not produce) and every <prog>-stripped fails (the oracle bites). Prints a table;
 exit 0 if all hold, 1 if not, 2 on a usage error. Usage: run_robust.py BUILD_DIR [--only PROG]...
@@ -33,7 +34,7 @@ def explore(bindir: Path, exe: str, build: Path) -> tuple[int, str, str]:
     with tempfile.TemporaryDirectory(prefix=f"robust-{exe}-", dir="/dev/shm") as tmp:
         prog = str(bindir / exe)
         cmd = [
-            sys.executable, "-m", "pmkit", "explore", "--model", "x86", "--robustness",
+            sys.executable, "-m", "pmkit", "explore", "--model", "x86-line", "--robustness",
             "--jobs", "2", "--no-progress", "--save-dir", f"{tmp}/failures", "--per-point", "64",
             "--check", f"{prog} check {{pool}}", "--", prog, "run", f"{tmp}/pool",
         ]  # fmt: skip
