@@ -275,6 +275,21 @@ private:
   std::vector<uint8_t> runtimeLoc;  // per event: written by the runtime
   bool runtimeEv(uint32_t ev) const { return runtimeLoc[ev]; }
   void robustness(const JobInfo &info, const ReadSet *reads);
+  using Key = std::pair<uint32_t, uint64_t>; // (event, address of a word)
+  static constexpr uint32_t NONE_EV = UINT32_MAX;
+  static constexpr uint32_t DURABLE_EV = UINT32_MAX - 1;
+  bool persistPair(const JobInfo &info, const ReadSet *reads, Key &lost,
+                   Key &kept);
+  // Failing images by (lost write's location, later kept write's
+  // location; 0 when none was kept after it), with a count and an example.
+  struct FailGroup {
+    uint64_t images = 0;
+    uint32_t lostEv = 0, keptEv = NONE_EV;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, FailGroup> failGroups;
+  void groupFailure(const JobInfo &info);
+  std::string programSite(size_t pos) const;
+  uint32_t culprit(const Failure &f);
   void robustDuplicate(uint64_t h, const JobInfo &info);
   void robustResult(const JobInfo &info, const Result &r);
   std::string violationText(const Violation &v) const;
@@ -692,6 +707,7 @@ void Engine::collect(bool all) {
                   (r.output.empty() ? "" : ": " + r.output));
     if (!r.ok) {
       failed++;
+      groupFailure(info);
       if (failures.size() < 1000)
         failures.push_back({std::move(info), std::move(r)});
     }
@@ -1014,12 +1030,34 @@ void Engine::generate(size_t point, const CrashPoint &cp) {
 // journals) follow its own recovery protocol.
 void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
   robustChecked++;
+  if (!reads)
+    wholeImage++;
+  Key lost, kept;
+  if (!persistPair(info, reads, lost, kept) || kept.first == NONE_EV ||
+      kept < lost)
+    return;
+  nonRobust++;
+  const Event &a = T.events[lost.first], &b = T.events[kept.first];
+  auto key =
+      std::make_pair(a.loc ? a.loc : lost.first, b.loc ? b.loc : kept.first);
+  auto [it, fresh] =
+      violations.try_emplace(key, Violation{lost.first, kept.first});
+  if (fresh)
+    it->second.pos = info.pos;
+  it->second.images++;
+}
+
+// The program's first lost write of an image (in store order) and its
+// latest kept one, on the units read (every unit without reads); false if
+// the image loses none of the program's writes. kept.first is NONE_EV when
+// it keeps none.
+bool Engine::persistPair(const JobInfo &info, const ReadSet *reads, Key &lost,
+                         Key &kept) {
   std::unordered_map<uint32_t, uint32_t> dev;
   for (const Choice &c : info.choices)
     dev[c.ui] = c.k;
-  using Key = std::pair<uint32_t, uint64_t>; // (event, address of the word)
   const Key none{UINT32_MAX, 0};
-  Key lost = none, kept{0, 0};
+  lost = none, kept = Key{0, 0};
   bool anyKept = false;
   auto keyOf = [&](const Unit &u, uint32_t j) {
     return Key{u.hist[j].ev, u.addr + u.hist[j].off};
@@ -1053,7 +1091,6 @@ void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
         consider(it->second);
     }
   } else {
-    wholeImage++;
     for (const Choice &c : info.choices)
       consider(c.ui);
     // The latest kept write outside the changed units: walk back over the
@@ -1085,17 +1122,9 @@ void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
       }
     }
   }
-  if (lost == none || !anyKept || kept < lost)
-    return;
-  nonRobust++;
-  const Event &a = T.events[lost.first], &b = T.events[kept.first];
-  auto key =
-      std::make_pair(a.loc ? a.loc : lost.first, b.loc ? b.loc : kept.first);
-  auto [it, fresh] =
-      violations.try_emplace(key, Violation{lost.first, kept.first});
-  if (fresh)
-    it->second.pos = info.pos;
-  it->second.images++;
+  if (!anyKept)
+    kept = Key{NONE_EV, 0};
+  return lost != none;
 }
 
 // An image whose content was already checked: judged with the reads of
@@ -1189,28 +1218,159 @@ std::string Engine::describePoint(size_t pos) const {
          T.locText(e.loc) + " (thread " + std::to_string(e.tid) + ")";
 }
 
+// Minimises a failure's lost writes (delta debugging): tries putting back
+// chunks of the lost units, halving the chunks when none can go, then each
+// unit alone, then each remaining unit's earlier writes one at a time (keep
+// more of it); at most 256 checks. The arp model only tries images closed
+// under its persist order.
 void Engine::minimise(Failure &f) {
   std::vector<Choice> cs = f.info.choices;
-  unsigned budget = 64;
-  for (size_t i = 0; i < cs.size() && budget;) {
-    std::vector<Choice> trial(cs);
-    trial.erase(trial.begin() + (long)i);
+  unsigned budget = 256;
+  auto fails = [&](const std::vector<Choice> &trial) {
     std::vector<Choice> closed(trial);
-    if (PO && close(closed)) { // keeping that unit breaks the persist order
-      i++;
-      continue;
-    }
-    JobInfo info{f.info.point, f.info.pos, trial};
+    if (PO && close(closed)) // keeping that breaks the persist order
+      return false;
+    if (!budget)
+      return false;
     budget--;
+    JobInfo info{f.info.point, f.info.pos, trial, f.info.torn};
     Result r = checkNow(info);
-    if (!r.ok && !r.cannotRun) {
-      cs = std::move(trial);
-      f.result = std::move(r);
-    } else {
-      i++;
+    if (r.ok || r.cannotRun)
+      return false;
+    f.result = std::move(r);
+    return true;
+  };
+  for (size_t n = 2; cs.size() >= 2 && budget;) {
+    size_t chunk = (cs.size() + n - 1) / n;
+    bool removed = false;
+    for (size_t start = 0; start < cs.size() && budget; start += chunk) {
+      std::vector<Choice> trial(cs.begin(), cs.begin() + (long)start);
+      trial.insert(trial.end(),
+                   cs.begin() + (long)std::min(cs.size(), start + chunk),
+                   cs.end());
+      if (fails(trial)) {
+        cs = std::move(trial);
+        n = std::max<size_t>(2, n - 1);
+        removed = true;
+        break;
+      }
+    }
+    if (!removed) {
+      if (chunk == 1)
+        break;
+      n = std::min(cs.size(), 2 * n);
     }
   }
+  if (cs.size() == 1 && budget) { // the last one: is the image fine without?
+    if (fails({}))
+      cs.clear();
+  }
+  for (size_t i = 0; i < cs.size() && budget; i++)
+    while (cs[i].k + 1 < cs[i].n && budget) { // keep one more of its writes
+      std::vector<Choice> trial(cs);
+      trial[i].k++;
+      if (!fails(trial))
+        break;
+      cs = std::move(trial);
+    }
   f.info.choices = std::move(cs);
+}
+
+// The program's write that persisted and made a minimal failure's loss
+// matter: losing, with the failure's writes, the program's later writes up
+// to and including it makes the image pass (a binary search over them, at
+// most 24 checks). NONE_EV if there is none (or the arp model, whose images
+// must stay closed).
+uint32_t Engine::culprit(const Failure &f) {
+  Key lost, kept;
+  if (PO || !persistPair(f.info, nullptr, lost, kept))
+    return NONE_EV;
+  auto from =
+      std::upper_bound(userWrites.begin(), userWrites.end(), lost.first);
+  auto to = std::lower_bound(userWrites.begin(), userWrites.end(),
+                             (uint32_t)f.info.pos);
+  if (from >= to)
+    return NONE_EV;
+  std::vector<uint32_t> later(from, to);
+  auto passesLosing = [&](size_t p) { // the failure, and later[0..p) lost
+    std::map<uint32_t, uint32_t> k;
+    for (const Choice &c : f.info.choices)
+      k[c.ui] = c.k;
+    for (size_t i = 0; i < p; i++) {
+      const Event &e = T.events[later[i]];
+      for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + e.length();
+           a += U) {
+        auto it = index.find(a);
+        if (it == index.end())
+          continue;
+        const Unit &u = units[it->second];
+        for (uint32_t j = u.lb; j < u.hist.size(); j++)
+          if (u.hist[j].ev == later[i]) {
+            auto [kt, fresh] = k.try_emplace(it->second, j);
+            if (!fresh)
+              kt->second = std::min(kt->second, j);
+            break;
+          }
+      }
+    }
+    std::vector<Choice> cs;
+    for (auto [ui, kk] : k) {
+      uint32_t n = (uint32_t)std::count_if(
+          units[ui].hist.begin(), units[ui].hist.end(),
+          [&](const Piece &pc) { return pc.ev < f.info.pos; });
+      if (kk < n)
+        cs.push_back({ui, kk, n});
+    }
+    JobInfo info{f.info.point, f.info.pos, cs, f.info.torn};
+    Result r = checkNow(info);
+    return r.ok && !r.cannotRun;
+  };
+  // Losing later[0..lo) still fails, losing later[0..hi) passes.
+  size_t lo = 0, hi = later.size();
+  if (!passesLosing(hi))
+    return DURABLE_EV; // what makes the loss matter can no longer be lost
+  for (unsigned checks = 1; hi - lo > 1 && checks < 24; checks++) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (passesLosing(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi - lo == 1 ? later[hi - 1] : NONE_EV;
+}
+
+// The failing images by the program's first lost write and the latest
+// write it kept after it (the loss that made the later write dangerous).
+void Engine::groupFailure(const JobInfo &info) {
+  Key lost, kept;
+  uint32_t lostEv = NONE_EV, keptEv = NONE_EV;
+  if (persistPair(info, nullptr, lost, kept)) {
+    lostEv = lost.first;
+    if (kept.first != NONE_EV && kept > lost)
+      keptEv = kept.first;
+  }
+  auto locOf = [&](uint32_t ev) {
+    return ev == NONE_EV ? 0u : T.events[ev].loc;
+  };
+  auto [it, fresh] =
+      failGroups.try_emplace({locOf(lostEv), locOf(keptEv)}, FailGroup{});
+  if (fresh)
+    it->second.lostEv = lostEv, it->second.keptEv = keptEv;
+  it->second.images++;
+}
+
+// Where in the program a crash point inside the pmkit runtime was reached:
+// the latest event of the same thread at a location of the program.
+std::string Engine::programSite(size_t pos) const {
+  if (pos >= T.events.size() || !runtimeLoc[pos])
+    return "";
+  uint32_t tid = T.events[pos].tid;
+  for (size_t i = pos, steps = 0; i-- > 0 && steps < 1000000; steps++) {
+    const Event &e = T.events[i];
+    if (e.tid == tid && e.loc && !runtimeLoc[i])
+      return T.locText(e.loc);
+  }
+  return "";
 }
 
 void Engine::progress(bool final) {
@@ -1382,6 +1542,9 @@ void Engine::report(double secs) {
     throw Error("cannot create the directory " + dir +
                 " for failing images (--save-dir)");
   std::vector<std::string> images, repro;
+  std::vector<uint32_t> culprits;
+  for (const Failure &f : failures)
+    culprits.push_back(culprit(f));
   for (size_t i = 0; i < failures.size(); i++) {
     std::string path = dir + "/fail-" + std::to_string(i + 1) + ".pool";
     Job j = makeJob(failures[i].info.pos, failures[i].info.choices);
@@ -1471,7 +1634,9 @@ void Engine::report(double secs) {
   for (size_t i = 0; i < failures.size(); i++) {
     const Failure &f = failures[i];
     std::string op = operationAt(f.info.pos);
-    printf("\nFAIL %zu: crash %s%s\n", i + 1, describeJob(f.info).c_str(),
+    std::string site = programSite(f.info.torn ? f.info.pos - 1 : f.info.pos);
+    printf("\nFAIL %zu: crash %s%s%s\n", i + 1, describeJob(f.info).c_str(),
+           site.empty() ? "" : (", reached from " + site).c_str(),
            op.empty() ? "" : (", during " + op).c_str());
     printf("  lost writes (a minimal set; every other write before the crash "
            "persisted):\n");
@@ -1508,11 +1673,25 @@ void Engine::report(double secs) {
     }
     if (f.info.choices.empty())
       printf("    none: the fully persisted image at this point fails\n");
+    std::string later;
+    if (culprits[i] == DURABLE_EV)
+      printf("  the later writes that make this loss matter are already "
+             "durable here (losing every later write that may still be lost "
+             "fails too)\n");
+    if (uint32_t ev = culprits[i]; ev < DURABLE_EV) {
+      const Event &e = T.events[ev];
+      later = T.locText(e.loc) + "  thread " + std::to_string(e.tid) + "  " +
+              kindName(e.kind) + " of " + std::to_string(e.length()) + " bytes";
+      printf("  persisted later, and made the loss matter (losing it too "
+             "passes the check):\n    %s\n",
+             later.c_str());
+    }
     printf("  checker: %s%s\n", f.result.status.c_str(),
            f.result.output.empty() ? "" : (": " + f.result.output).c_str());
     printf("  image: %s\n  reproduce: %s\n", images[i].c_str(),
            repro[i].c_str());
-    js += "], \"checker\": " + jsonStr(f.result.status) +
+    js += "], \"persisted_later\": " + jsonStr(later) +
+          ", \"checker\": " + jsonStr(f.result.status) +
           ", \"output\": " + jsonStr(f.result.output) +
           ", \"image\": " + jsonStr(images[i]) +
           ", \"reproduce\": " + jsonStr(repro[i]) + "}";
@@ -1520,7 +1699,38 @@ void Engine::report(double secs) {
   if (failed > failures.size())
     printf("\n(%llu more failing images not shown)\n",
            (unsigned long long)(failed - failures.size()));
-  js += "\n  ],\n  \"robustness\": ";
+  // Every failing image, grouped by what it lost first and what it kept.
+  std::vector<const FailGroup *> gs;
+  for (auto &[k, g] : failGroups)
+    gs.push_back(&g);
+  std::stable_sort(gs.begin(), gs.end(),
+                   [](const FailGroup *a, const FailGroup *b) {
+                     return a->images > b->images;
+                   });
+  auto evText = [&](uint32_t ev) {
+    if (ev == NONE_EV)
+      return std::string("-");
+    const Event &e = T.events[ev];
+    return T.locText(e.loc) + " (thread " + std::to_string(e.tid) + ")";
+  };
+  if (!gs.empty())
+    printf("\nfailing images by first lost write -> latest write kept after "
+           "it:\n");
+  js += "\n  ],\n  \"failure_groups\": [";
+  for (size_t i = 0; i < gs.size(); i++) {
+    if (i < 10)
+      printf("  %6llu  %s -> %s\n", (unsigned long long)gs[i]->images,
+             evText(gs[i]->lostEv).c_str(),
+             gs[i]->keptEv == NONE_EV ? "nothing later kept"
+                                      : evText(gs[i]->keptEv).c_str());
+    js += std::string(i ? ", " : "") +
+          "{\"images\": " + std::to_string(gs[i]->images) +
+          ", \"lost\": " + jsonStr(evText(gs[i]->lostEv)) +
+          ", \"kept\": " + jsonStr(evText(gs[i]->keptEv)) + "}";
+  }
+  if (gs.size() > 10)
+    printf("  (%zu more groups in the JSON report)\n", gs.size() - 10);
+  js += "],\n  \"robustness\": ";
   if (!O.robustness) {
     js += "null";
   } else {
