@@ -83,7 +83,11 @@ void __pmkit_trace_fence(uint32_t kind, uint32_t loc);
  * the order in which they took effect: begin returns a token (negative if
  * addr is not in a pool); end records what the instruction did -- kind is
  * PMKIT_EV_STORE, PMKIT_EV_RMW (with new value val) or PMKIT_EV_FENCE (a
- * failed cmpxchg) -- and releases the token. */
+ * failed cmpxchg) -- and releases the token. Outside a pool a locked
+ * instruction (any kind but PMKIT_EV_STORE) is a FENCE when the thread has
+ * flushes or non-temporal stores for it to order. A locked atomic the pass
+ * knows is outside every pool (the stack, a global) calls only end, with
+ * token -1. */
 int32_t __pmkit_trace_atomic_begin(const void *addr);
 void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
                               uint32_t size, uint32_t kind, uint32_t loc);
@@ -309,9 +313,10 @@ enum {
  *      static data.
  *   9  __pmkit_arp_release/_acquire/_seqpoint (pmkit::atomic, arp mode).
  *  10  __pmkit_trace_call (CALL events); the pass records the buffers of
- *      read, recv, fread, clock_gettime, ... as writes after the call, a
- *      locked atomic on DRAM as a fence, and registers every instrumented
- *      module with __pmkit_trace_locs.
+ *      read, recv, fread, clock_gettime, ... as writes after the call,
+ *      reports every locked atomic on the stack or a global through
+ *      __pmkit_trace_atomic_end with token -1, and registers every
+ *      instrumented module with __pmkit_trace_locs.
  */
 
 #ifdef __cplusplus

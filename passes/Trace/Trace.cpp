@@ -6,7 +6,11 @@
 // and two compares; accesses the pass can prove are to the stack or to a
 // global are not instrumented at all. Atomic accesses are bracketed by
 // __pmkit_trace_atomic_begin/end so that their records come in the order
-// the accesses took effect; flushes and fences are always reported. A module
+// the accesses took effect; flushes and fences are always reported, a
+// locked atomic as a fence wherever it is, inline asm by what its machine
+// code does (Common/PersistOps.h). Buffers that read, fread, clock_gettime
+// and the like fill are recorded after the call; other calls to declared
+// functions report the pool pointers they are given (CALL events). A module
 // constructor registers the module's source locations ("file:line:col",
 // id = 32-bit FNV-1a of the text). Entry point: TracePass::run. Run with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-trace -S in.ll
@@ -286,7 +290,8 @@ static bool isLocked(Instruction *I, uint64_t Size) {
 // Atomic store, atomicrmw or cmpxchg: begin before, end after with what it
 // wrote (the runtime tests the address: on DRAM a locked instruction is
 // still a fence). One that can only be on the stack or a global is not
-// bracketed; if it is locked, a fence is reported after it.
+// bracketed: if it is locked, only end is called after it, with token -1
+// (not in a pool), and records the fence.
 void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
   Type *VT = nullptr;
   if (auto *SI = dyn_cast<StoreInst>(I))
@@ -303,8 +308,13 @@ void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
   bool Local = neverPM(Addr);
   if (Local || Size > 8 || !valueFitsI64(VT)) {
     ++(Local ? NumSkippedLocal : NumSkippedUnsupported);
-    if (Locked)
-      instrumentFence(I, FenceLocked, true);
+    if (Locked) {
+      IRBuilder<> B(I->getNextNode());
+      B.CreateCall(FAtomicEnd,
+                   {B.getInt32(-1), Addr, B.getInt64(0), B.getInt32(0),
+                    B.getInt32(EvRMW), B.getInt32(locOf(I))});
+      ++NumFences;
+    }
     return;
   }
   uint32_t Loc = locOf(I);
@@ -477,8 +487,9 @@ const LibWriter LibWriters[] = {
 // A call of LibWriters: after it returns, the bytes it wrote into a pool
 // are recorded as a write. Returns the buffer so recorded, or null.
 const Value *Tracer::instrumentLibWrite(CallBase *CB) {
-  auto *CI = dyn_cast<CallInst>(CB); // an invoke returns to another block
-  if (!CI)
+  // An invoke returns to another block; a musttail call must stay last.
+  auto *CI = dyn_cast<CallInst>(CB);
+  if (!CI || CI->isMustTailCall())
     return nullptr;
   StringRef N = CI->getCalledFunction()->getName();
   const LibWriter *W =

@@ -4,8 +4,10 @@
 // access to persistent memory to runtime/trace (libpmkit-trace): stores,
 // non-temporal stores, atomic read-modify-writes and cmpxchg, memcpy,
 // memmove and memset, cache-line flushes (intrinsics and inline asm), fences
-// (sfence, mfence, seq_cst fences, locked instructions) and, with
-// -pmkit-trace-loads, loads. Calls are those of include/pmkit/abi.h and carry
+// (sfence, mfence, seq_cst fences, locked instructions), the buffers library
+// calls fill (read, fread, clock_gettime, ...), pool pointers given to other
+// uninstrumented calls and, with -pmkit-trace-loads, loads. Calls are those
+// of include/pmkit/abi.h and carry
 // a source location id from debug info. Entry point: pmkit::TracePass::run.
 // It runs last in clang's pipeline with -mllvm -pmkit-trace, or alone with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-trace -S in.ll

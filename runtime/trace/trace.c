@@ -353,11 +353,13 @@ void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
                               uint32_t size, uint32_t kind, uint32_t loc) {
   if (token < 0) {
     /* Not PM, but a locked instruction is a fence all the same: it orders
-     * this thread's flushes, and a reader counts its fences. */
-    if (active && kind != PMKIT_EV_STORE) {
+     * this thread's pending flushes and non-temporal stores. A FENCE when
+     * there are some; with none it would change no crash image, and a
+     * thread spinning on a DRAM lock would bury the trace's few real fences
+     * among crash points a sampling reader then mostly draws. */
+    if (active && kind != PMKIT_EV_STORE && tb && tb->pending) {
       record(PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
-      if (tb)
-        tb->pending = 0;
+      tb->pending = 0;
     }
     return;
   }
