@@ -183,10 +183,7 @@ def explore_outcomes(run, shm, tmp_path, shape, model):
 
 
 # Known holes, each to be closed by its fix (strict: an unexpected pass fails the suite).
-XFAIL = {
-    ("clwb_xchg_dram", "x86"): "a seq_cst store to DRAM is not yet recorded as a fence",
-    ("clwb_xchg_dram", "x86-line"): "a seq_cst store to DRAM is not yet recorded as a fence",
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def cases():
