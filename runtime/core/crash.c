@@ -7,14 +7,24 @@
  * exit. The process ends with _exit(PMKIT_CRASH_EXIT): no atexit handlers, no
  * stdio flush, every thread gone at once. On a pool in a tmpfs file every
  * retired store survives, which is exactly the eADR failure model.
+ *
+ * PMKIT_CRASH_POINTS chooses what a point is: `fences` (the default) the
+ * callers of pmk_crash_point -- pmkit_fence, the allocator's stores, the
+ * points of the mode runtimes; `stores` every PM store of the program and
+ * the runtime, before it takes effect (store, NT store, RMW, memset,
+ * memcpy), counted by the hooks of runtime/trace, so only in a program
+ * built with `pmkit cc --trace`; `all` both. A `stores` request the process
+ * cannot honour is an error (exit status 2), never a silent fences-only run.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-int pmk_crash_armed;
+int pmk_crash_armed;  /* fence points count */
+int pmk_crash_stores; /* store points count (runtime/trace) */
 static _Atomic uint64_t pmk_points;
 static uint64_t crash_at;    /* 0 = off */
 static uint64_t crash_every; /* with a seed */
@@ -49,7 +59,31 @@ static uint64_t env_u64(const char *name, uint64_t dflt) {
   return x;
 }
 
+enum { POINTS_FENCES = 1, POINTS_STORES = 2 };
+
+static int points_of(void) {
+  const char *v = getenv("PMKIT_CRASH_POINTS");
+  if (!v || !*v || !strcmp(v, "fences"))
+    return POINTS_FENCES;
+  if (!strcmp(v, "stores"))
+    return POINTS_STORES;
+  if (!strcmp(v, "all"))
+    return POINTS_FENCES | POINTS_STORES;
+  fprintf(stderr,
+          "pmkit: PMKIT_CRASH_POINTS=%s: not one of fences, stores, all\n", v);
+  _exit(2);
+}
+
+_Noreturn void pmk_crash_need_stores(void) {
+  fprintf(stderr,
+          "pmkit: PMKIT_CRASH_POINTS=%s needs a program built with pmkit cc "
+          "--trace: no instrumented code reports this program's PM stores\n",
+          getenv("PMKIT_CRASH_POINTS"));
+  _exit(2);
+}
+
 void pmk_crash_init(void) {
+  int points = points_of();
   crash_at = env_u64("PMKIT_CRASH_AT", 0);
   const char *seed = getenv("PMKIT_CRASH_SEED");
   if (seed && *seed) {
@@ -63,7 +97,15 @@ void pmk_crash_init(void) {
     atexit(write_report);
   else
     report_path = NULL;
-  pmk_crash_armed = crash_at || crash_every || report_path;
+  int armed = crash_at || crash_every || report_path;
+  pmk_crash_armed = armed && (points & POINTS_FENCES);
+  pmk_crash_stores = armed && (points & POINTS_STORES);
+#ifndef PMKIT_TRACED
+  /* Plain libpmkit: nothing here reports stores. (libpmkit-trace checks at
+   * the first pool registration that instrumented code registered.) */
+  if (pmk_crash_stores)
+    pmk_crash_need_stores();
+#endif
 }
 
 static _Noreturn void crash_now(void) { _exit(PMKIT_CRASH_EXIT); }

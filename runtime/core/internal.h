@@ -224,9 +224,14 @@ PMK_HIDDEN void pmk_use_eadr(void);
 /* sfences issued by the calling thread (ADR only), for per-FASE counts. */
 PMK_HIDDEN extern __thread uint64_t pmk_sfences;
 
-/* crash.c */
+/* crash.c. pmk_crash_armed: fence points count (pmk_crash_point);
+ * pmk_crash_stores: every PM store is a point (PMKIT_CRASH_POINTS=stores or
+ * all), ticked by runtime/trace's hooks. */
 PMK_HIDDEN extern int pmk_crash_armed;
+PMK_HIDDEN extern int pmk_crash_stores;
 PMK_HIDDEN void pmk_crash_tick(void);
+/* Store points were asked for and cannot be counted: message, exit 2. */
+PMK_HIDDEN _Noreturn void pmk_crash_need_stores(void);
 static inline void pmk_crash_point(void) {
   if (PMK_UNLIKELY(pmk_crash_armed))
     pmk_crash_tick();

@@ -15,9 +15,18 @@
  * from before the instruction until their record is written, so that two
  * atomics on one location are recorded in the order they took effect.
  *
+ * Crash points. With PMKIT_CRASH_POINTS=stores or all (runtime/core/crash.c)
+ * every store hook is a crash point before its store takes effect, whether
+ * or not PMKIT_TRACE is set; otherwise the hooks pay one predictable branch
+ * for it. Such a request needs instrumented code in the process: the
+ * pass's module constructor registers every instrumented module with
+ * __pmkit_trace_locs, and the first pool registration stops the program
+ * (exit status 2) if none but this library's own did.
+ *
  * This file is compiled without the trace pass: nothing here is traced.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,6 +58,8 @@ _Static_assert(offsetof(struct tbuf, data) ==
 static int trace_fd = -1;
 static int active;    /* read on every call; set once at start-up */
 static int arp_break; /* PMKIT_ARP_BREAK: 1 seqpoints, 2 releases */
+/* An instrumented module outside this library registered its locations. */
+static _Atomic int program_registered;
 static _Atomic uint64_t seq_next = 1;
 static _Atomic uint64_t nevents;
 static _Atomic uint64_t ndropped;
@@ -225,6 +236,13 @@ static inline int in_pools(const void *a) {
          pmkit_in_pool(a);
 }
 
+/* A store to a pool is about to take effect: a crash point if store points
+ * are selected (PMKIT_CRASH_POINTS). */
+static inline void store_point(const void *addr) {
+  if (PMK_UNLIKELY(pmk_crash_stores) && in_pools(addr))
+    pmk_crash_tick();
+}
+
 static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
                    uint16_t aux, uint32_t loc) {
   struct tbuf *t;
@@ -242,6 +260,7 @@ static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
 
 void __pmkit_trace_store(void *addr, uint64_t val, uint32_t size,
                          uint32_t loc) {
+  store_point(addr);
   if (!active || !in_pools(addr))
     return;
   record(PMKIT_EV_STORE, addr, val, (uint8_t)size, 0, loc);
@@ -249,6 +268,7 @@ void __pmkit_trace_store(void *addr, uint64_t val, uint32_t size,
 
 void __pmkit_trace_ntstore(void *addr, uint64_t val, uint32_t size,
                            uint32_t loc) {
+  store_point(addr);
   if (!active || !in_pools(addr))
     return;
   record(PMKIT_EV_NTSTORE, addr, val, (uint8_t)size, 0, loc);
@@ -258,6 +278,8 @@ void __pmkit_trace_ntstore(void *addr, uint64_t val, uint32_t size,
 
 void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
                          uint32_t loc) {
+  if (len)
+    store_point(addr);
   if (!active || !len || !in_pools(addr))
     return;
   uint64_t pad = (len + 7) & ~7ull;
@@ -298,6 +320,8 @@ void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
 }
 
 void __pmkit_trace_memset(void *addr, int byte, uint64_t len, uint32_t loc) {
+  if (len)
+    store_point(addr);
   if (!active || !len || !in_pools(addr))
     return;
   record(PMKIT_EV_MEMSET, addr, len, 0, (uint16_t)(byte & 0xff), loc);
@@ -340,7 +364,10 @@ void __pmkit_trace_fence(uint32_t kind, uint32_t loc) {
 }
 
 int32_t __pmkit_trace_atomic_begin(const void *addr) {
-  if (!active || !__pmkit_maybe_pm(addr) || !in_pools(addr))
+  if (!__pmkit_maybe_pm(addr))
+    return -1;
+  store_point(addr); /* an RMW or a cmpxchg's attempt; an atomic store */
+  if (!active || !in_pools(addr))
     return -1;
   int32_t s = (int32_t)(((uintptr_t)addr >> 3) & 255);
   while (atomic_exchange_explicit(&stripes[s].lock, 1, memory_order_acquire))
@@ -438,7 +465,18 @@ static size_t put_string(char *buf, size_t cap, uint32_t id, uint16_t kind,
   return need;
 }
 
+/* Whether code address `a` lies outside this library. */
+static int foreign(const void *a) {
+  Dl_info self, caller;
+  if (!dladdr((const void *)__pmkit_trace_locs, &self) || !dladdr(a, &caller))
+    return 1; /* cannot tell: take it for the program's */
+  return self.dli_fbase != caller.dli_fbase;
+}
+
 void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n) {
+  if (!atomic_load(&program_registered) &&
+      foreign(__builtin_extract_return_addr(__builtin_return_address(0))))
+    atomic_store(&program_registered, 1);
   pthread_once(&once, trace_init);
   if (!active)
     return;
@@ -547,9 +585,13 @@ static uint64_t pool_scan(pmkit_pool *p, uint8_t *nonzero, uint64_t *nz) {
 /* The POOL block with the initial image, and its POOL_OPEN event. Called
  * with the pool registered and mapped, before anything writes to it. */
 void pmk_trace_pool_open(pmkit_pool *p) {
+  /* Every module's constructor has run by now, and no store to the pool
+   * has: the moment to refuse store points nothing would count. */
+  if (pmk_crash_stores && !atomic_load(&program_registered))
+    pmk_crash_need_stores();
+  atomic_fetch_add(&npools, 1);
   if (!active)
     return;
-  atomic_fetch_add(&npools, 1);
   pthread_mutex_lock(&file_lock);
   static uint32_t next_id;
   const uint64_t *img = (const uint64_t *)p->base;
@@ -592,9 +634,8 @@ void pmk_trace_pool_open(pmkit_pool *p) {
 }
 
 void pmk_trace_pool_close(pmkit_pool *p) {
-  if (!active)
-    return;
-  record(PMKIT_EV_POOL_CLOSE, (void *)p->base, pool_scan(p, NULL, NULL), 0, 0,
-         0);
+  if (active)
+    record(PMKIT_EV_POOL_CLOSE, (void *)p->base, pool_scan(p, NULL, NULL), 0, 0,
+           0);
   atomic_fetch_sub(&npools, 1);
 }
