@@ -4,7 +4,8 @@
 # 2 cores). Both run scripts/setup.sh first, which installs what is missing.
 # Longer work has its own targets: `make bench`, `make crashtest-full`
 # (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in
-# `make test` as a CTest test).
+# `make test` as a CTest test), `make fuzz` (each libFuzzer target of fuzz/
+# for FUZZ_SECONDS, 10 minutes; `make test` runs them for a minute each).
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv/bin
@@ -14,7 +15,8 @@ CLANG_FORMAT := clang-format-16
 C_SOURCES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null)
 
 .PHONY: all setup build demo test test-runtime test-asan test-passes test-cli \
-        lint format bench crashtest-quick crashtest-full install clean
+        lint format bench crashtest-quick crashtest-full install clean \
+        fuzz test-fuzz fuzz-run
 
 all: build
 
@@ -28,7 +30,7 @@ demo: build
 	$(VENV)/pmkit demo
 
 test: build
-	@$(MAKE) --no-print-directory lint test-runtime test-passes test-cli test-asan
+	@$(MAKE) --no-print-directory lint test-runtime test-passes test-cli test-asan test-fuzz
 	@echo "make test: all passed"
 
 test-runtime:
@@ -82,6 +84,38 @@ crashtest-full: build
 	MAX_POINTS=100000 SEEDS=50 examples/kvstore/crashtest.sh $(BUILD)
 	$(VENV)/python bench/crashtest.py --build-dir $(BUILD) --full
 	$(VENV)/python tests/cli/wppgolden.py --trials 200
+
+# The libFuzzer targets (fuzz/), one after the other on one core each, on
+# fuzz/corpus/<target> (the committed seeds) plus what earlier runs found in
+# $(BUILD)/fuzz/work/<target>. A crash, a hang (-timeout) or a leak fails the
+# target; its input is saved as $(BUILD)/fuzz/<target>-crash-*.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := trace_reader sim_input
+FUZZ_FLAGS := -jobs=1 -workers=1 -rss_limit_mb=2048 -max_len=32768 -timeout=10 \
+              -print_final_stats=1
+
+fuzz: build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SECONDS)
+
+test-fuzz:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=60
+
+fuzz-run:
+	@set -e; out=$(abspath $(BUILD))/fuzz; \
+	for t in $(FUZZ_TARGETS); do \
+	  bin=$$out/fuzz-$${t//_/-}; \
+	  if [ ! -x $$bin ]; then \
+	    echo "fuzz: $$bin is not built (PMKIT_BUILD_FUZZ: clang with libFuzzer)"; exit 1; fi; \
+	  mkdir -p $$out/work/$$t; rm -f $$out/fuzz-0.log; \
+	  echo "fuzz: $$t for $(FUZZ_RUN_SECONDS) s"; \
+	  if ! (cd $$out && nice $$bin $(FUZZ_FLAGS) -max_total_time=$(FUZZ_RUN_SECONDS) \
+	        -artifact_prefix=$$out/$$t- $$out/work/$$t $(CURDIR)/fuzz/corpus/$$t \
+	        >/dev/null 2>&1); then \
+	    tail -n 40 $$out/fuzz-0.log; echo "fuzz: $$t FAILED (log: $$out/$$t.log)"; \
+	    mv $$out/fuzz-0.log $$out/$$t.log; exit 1; fi; \
+	  mv $$out/fuzz-0.log $$out/$$t.log; \
+	  grep -E '^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs' $$out/$$t.log; \
+	done
 
 install: build
 	cmake --install $(BUILD)

@@ -80,10 +80,25 @@ struct Pool {
       pages; // its non-zero pages (PMKIT_TRACE_PAGE), ascending
 };
 
+// Limits the reader enforces beyond the format's own (trace.cpp): what the
+// recorder can produce, and what keeps the memory and time of a reader
+// bounded on a damaged or hostile file.
+constexpr uint32_t TraceMaxThreads = 1024;         // runtime/trace's MAX_BUFS
+constexpr uint32_t TraceMaxPools = 4096;           // POOL blocks in a trace
+constexpr uint64_t TraceMaxPoolSize = 1ull << 40;  // bytes of one pool
+constexpr uint64_t TraceMaxPoolTotal = 1ull << 42; // bytes of all pools
+constexpr uint64_t TraceAddressLimit = 1ull << 56; // user address space
+
 class Trace {
 public:
-  // Reads and validates a trace file; throws Error with a clear message.
+  // Reads and validates a trace file; throws Error with one line naming
+  // the byte offset or the event that is wrong. See docs/explorer.md
+  // ("What the trace reader refuses").
   explicit Trace(const std::string &path);
+  // The same from bytes in memory (the fuzzers use it), named `name` in
+  // errors. Payloads are referenced in place: `data` must outlive the
+  // Trace.
+  Trace(const uint8_t *data, size_t size, const std::string &name);
   ~Trace();
   Trace(const Trace &) = delete;
   Trace &operator=(const Trace &) = delete;
@@ -101,6 +116,12 @@ public:
 private:
   void *map_ = nullptr;
   size_t mapSize_ = 0;
+  void parse(const uint8_t *d, uint64_t n, const std::string &name);
+  uint64_t readPool(const uint8_t *d, uint64_t off, uint64_t p, uint64_t q,
+                    const std::string &name);
+  void checkAddresses(const std::vector<uint64_t> &offsets,
+                      const std::string &name) const;
+  void checkPoolEvents(const std::string &name) const;
 };
 
 // pmkit_trace_checksum of an image whose pages outside `pages` are zero.

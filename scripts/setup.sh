@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libclang-rt-16-dev: the sanitizer runtimes, and libFuzzer for clang-16's
+# -fsanitize=fuzzer (the fuzz/ targets).
 PKGS=(build-essential cmake ninja-build git pkg-config python3 python3-venv
       clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16
       libpmemobj-dev libpmem-dev musl-tools valgrind)

@@ -50,68 +50,6 @@ const char *usage =
   exit(2);
 }
 
-uint64_t number(const std::string &s, const std::string &what) {
-  char *end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end || errno)
-    bad(what + " needs a whole number, not '" + s + "'");
-  return v;
-}
-
-void setParam(Machine &m, const std::string &kv) {
-  size_t eq = kv.find('=');
-  if (eq == std::string::npos)
-    bad("--set needs K=V, not '" + kv + "'");
-  std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-  if (k == "cpu-ghz") {
-    char *end = nullptr;
-    double g = strtod(v.c_str(), &end);
-    if (v.empty() || *end || !(g >= 0.01 && g <= 100))
-      bad("cpu-ghz needs a number from 0.01 to 100");
-    m.cpuGHz = g;
-    return;
-  }
-  struct {
-    const char *name;
-    uint64_t *u64;
-    unsigned *u32;
-  } fields[] = {
-      {"banks", nullptr, &m.banks},
-      {"row-bytes", nullptr, &m.rowBytes},
-      {"write-queue", nullptr, &m.writeQueue},
-      {"persist-buffer", nullptr, &m.persistBuffer},
-      {"transfer-cycles", nullptr, &m.transferCycles},
-      {"fence-cycles", nullptr, &m.fenceCycles},
-      {"tCK", &m.tCK, nullptr},
-      {"tRCD", &m.tRCD, nullptr},
-      {"tWP", &m.tWP, nullptr},
-      {"tCWD", &m.tCWD, nullptr},
-      {"tBURST", &m.tBURST, nullptr},
-      {"drain", &m.drainPs, nullptr},
-  };
-  for (auto &f : fields)
-    if (k == f.name) {
-      uint64_t n = number(v, k);
-      if (f.u64)
-        *f.u64 = n;
-      else
-        *f.u32 = (unsigned)n;
-      return;
-    }
-  bad("unknown machine parameter '" + k + "' (see --help)");
-}
-
-std::vector<std::string> split(const std::string &s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ','))
-    if (!x.empty())
-      out.push_back(x);
-  return out;
-}
-
 void writeJson(const std::string &path, const std::string &trace,
                const Machine &m, const BuildOptions &B,
                const std::vector<Stats> &all) {
@@ -148,71 +86,29 @@ void writeJson(const std::string &path, const std::string &trace,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<std::string> models = {"scp", "rcbsp", "arp", "arp+va", "ideal"};
-  Machine m = machinePreset("pcm");
-  std::vector<std::string> sets;
-  BuildOptions B;
-  std::string json, trace;
-  for (int i = 1; i < argc; i++) {
-    std::string a = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc)
-        bad(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      fputs(usage, stdout);
-      return 0;
-    } else if (a == "--list") {
-      for (const ModelEntry &e : modelTable())
-        printf("model   %-8s %s\n", e.name, e.make()->help());
-      for (const std::string &p : machinePresets())
-        printf("machine %s\n", p.c_str());
-      return 0;
-    } else if (a == "--model") {
-      std::string v = val();
-      if (v != "all")
-        models = split(v);
-      if (models.empty())
-        bad("--model needs at least one model");
-    } else if (a == "--machine") {
-      try {
-        m = machinePreset(val());
-      } catch (const std::exception &e) {
-        bad(e.what());
-      }
-    } else if (a == "--set") {
-      sets.push_back(val());
-    } else if (a == "--event-cycles") {
-      B.eventCycles = (uint32_t)number(val(), a);
-    } else if (a == "--mark") {
-      B.mark = val();
-    } else if (a == "--background") {
-      B.background = val();
-    } else if (a == "--lines") {
-      B.lines = true;
-    } else if (a == "--coalesce") {
-      B.coalesce = true;
-    } else if (a == "--json") {
-      json = val();
-    } else if (!a.empty() && a[0] == '-') {
-      bad("unknown option " + a + " (see --help)");
-    } else if (trace.empty()) {
-      trace = a;
-    } else {
-      bad("one trace at a time (got '" + trace + "' and '" + a + "')");
-    }
+  Invocation I;
+  try {
+    I = parseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception &e) {
+    bad(e.what());
   }
-  if (trace.empty())
-    bad("no trace given (see --help)");
-  if (!B.background.empty() && B.eventCycles == 0)
-    bad("--background needs --event-cycles of 1 or more (a background "
-        "thread whose ops take no time would replay them forever)");
-  for (const std::string &s : sets)
-    setParam(m, s);
+  if (I.help) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (I.list) {
+    for (const ModelEntry &e : modelTable())
+      printf("model   %-8s %s\n", e.name, e.make()->help());
+    for (const std::string &p : machinePresets())
+      printf("machine %s\n", p.c_str());
+    return 0;
+  }
+  const Machine &m = I.machine;
+  const BuildOptions &B = I.build;
+  const std::string &trace = I.trace, &json = I.json;
   std::vector<std::unique_ptr<Model>> ms;
   try {
-    for (const std::string &n : models)
+    for (const std::string &n : I.models)
       ms.push_back(makeModel(n));
   } catch (const std::exception &e) {
     bad(e.what());

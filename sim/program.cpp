@@ -75,6 +75,14 @@ struct Linker {
 
 Program fromTrace(const std::string &path, const BuildOptions &O) {
   pmx::Trace T(path);
+  return fromTrace(T, path, O);
+}
+
+Program fromTrace(const pmx::Trace &T, const std::string &path,
+                  const BuildOptions &O) {
+  if (!T.complete)
+    throw pmx::Error(path + " is incomplete (no END block): the traced "
+                            "program did not exit normally");
   Program P;
   std::unordered_map<uint64_t, Linker::Ref> last;
   Linker L{P, last, {}};

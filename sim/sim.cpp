@@ -456,11 +456,19 @@ Stats Sim::run() {
 
 } // namespace
 
+std::string machineProblem(const Machine &C) {
+  if (C.rowBytes < 64 || C.rowBytes % 64)
+    return "row-bytes must be a multiple of 64";
+  if (!C.banks || !C.writeQueue || !C.persistBuffer)
+    return "banks, write-queue and persist-buffer must be at least 1";
+  return "";
+}
+
 Stats simulate(const Program &P, const Model &M, const Machine &C,
                std::vector<Write> *log) {
-  if (C.rowBytes < 64 || C.rowBytes % 64 || !C.banks || !C.writeQueue ||
-      !C.persistBuffer)
-    throw std::runtime_error("pmkit-sim: bad machine parameters");
+  std::string bad = machineProblem(C);
+  if (!bad.empty())
+    throw std::runtime_error("pmkit-sim: bad machine parameters: " + bad);
   return Sim(P, M, C, log).run();
 }
 

@@ -23,6 +23,10 @@
 #include <utility>
 #include <vector>
 
+namespace pmx {
+class Trace; // explorer/trace.h
+}
+
 namespace pms {
 
 // ---- the program (program.cpp) ---------------------------------------------
@@ -70,8 +74,12 @@ struct BuildOptions {
   std::string background;
 };
 
-// Builds the program of a trace file; throws std::runtime_error.
+// Builds the program of a trace file; throws std::runtime_error. A trace
+// without its END block (the program did not exit normally) is refused.
 Program fromTrace(const std::string &path, const BuildOptions &O);
+// The same from a trace already read, named `name` in errors.
+Program fromTrace(const pmx::Trace &T, const std::string &name,
+                  const BuildOptions &O);
 
 // A program written by hand (tests, the paper's Figure 3): ops are
 // appended in the global order of the calls, and each acquire reads from
@@ -181,10 +189,26 @@ struct Write {
   bool hit;             // row-buffer hit
 };
 
+// Why the machine cannot run (bad --set values), or "".
+std::string machineProblem(const Machine &C);
+
 // Runs the program under the model; deterministic. With `log`, every
 // write is appended to it in issue order.
 Stats simulate(const Program &P, const Model &M, const Machine &C,
                std::vector<Write> *log = nullptr);
+
+// ---- the command line (args.cpp) -------------------------------------------
+
+struct Invocation {
+  std::vector<std::string> models = {"scp", "rcbsp", "arp", "arp+va", "ideal"};
+  Machine machine;
+  BuildOptions build;
+  std::string json, trace;
+  bool help = false, list = false; // the rest is not parsed then
+};
+// pmkit-sim's arguments (without the program name), every value checked;
+// throws std::invalid_argument with one line.
+Invocation parseArgs(const std::vector<std::string> &args);
 
 } // namespace pms
 
