@@ -248,6 +248,7 @@ private:
   // Statistics.
   uint64_t generated = 0, distinct = 0, checked = 0, failed = 0;
   size_t npoints = 0, allPoints = 0;
+  size_t redundantPoints = 0;    // no write since the point before: skipped
   std::vector<PointCover> cover; // per explored crash point
   uint64_t perPoint = 0;         // images of the point being generated
   std::vector<uint64_t> quota;   // per crash point, planned from the budget
@@ -586,6 +587,7 @@ std::vector<CrashPoint> Engine::crashPoints() {
   std::vector<int> depth(T.threads + 1, 0);
   int inside = 0;
   std::vector<CrashPoint> out;
+  bool wrote = true;
   // Without volatile caches a write persists as it becomes visible, so a
   // crash inside a write wider than one unit leaves a prefix of it.
   auto tears = [&](const Event &e) {
@@ -607,11 +609,17 @@ std::vector<CrashPoint> Engine::crashPoints() {
         take = e.writes() || e.kind == PMKIT_EV_FENCE;
       else if (pts == "marks")
         take = e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END;
-      if (take)
-        out.push_back({i, false});
+      // A point with no write since the previous one is redundant: lower
+      // bounds only rise, so its images are among that point's.
+      if (take && !wrote && !out.empty())
+        redundantPoints++;
+      else if (take)
+        out.push_back({i, false}), wrote = false;
       if (take && pts != "fences" && pts != "marks" && tears(e))
         out.push_back({i, true});
     }
+    if (e.writes())
+      wrote = true;
     if (scoped && e.arg == markId &&
         (e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END)) {
       int d = e.kind == PMKIT_EV_MARK_BEGIN ? 1 : -1;
@@ -1578,6 +1586,10 @@ void Engine::report(double secs) {
   printf("\n  crash points: %zu of %zu explored", npoints, allPoints);
   if (npoints != allPoints)
     printf(" (a sample, seed %llu)", (unsigned long long)O.seed);
+  if (redundantPoints)
+    printf(" (and %zu with no write since the point before, whose images "
+           "are among that point's)",
+           redundantPoints);
   printf("; %zu enumerated exhaustively, %zu sampled", exhaustivePts,
          sampledPts);
   uint64_t qmin = UINT64_MAX, qmax = 0;
@@ -1616,6 +1628,7 @@ void Engine::report(double secs) {
       ", \"points_exhaustive\": " + std::to_string(exhaustivePts) +
       ", \"points_sampled\": " + std::to_string(sampledPts) +
       ", \"points_skipped\": " + std::to_string(skippedPts) +
+      ", \"points_redundant\": " + std::to_string(redundantPoints) +
       ", \"sampled_images_tried\": " + std::to_string(sampledTried) +
       ", \"sampled_images_estimate\": " + approxJson(sampledTotal) +
       ", \"images_estimate\": " + approxJson(allTotal) +
