@@ -453,13 +453,33 @@ void Engine::apply(size_t i) {
   } else if (e.kind == PMKIT_EV_POOL_CLOSE) {
     for (PoolState &s : pools)
       if (s.pool->base == e.addr &&
-          pmkit_trace_checksum(s.cur.data(), s.pool->size) != e.arg)
+          pmkit_trace_checksum(s.cur.data(), s.pool->size) != e.arg) {
+        // What could have written there: the last uninstrumented calls
+        // given a pointer into this pool.
+        std::string calls;
+        unsigned n = 0;
+        for (size_t j = i; j-- > 0 && n < 3 && i - j < 1000000;) {
+          const Event &c = T.events[j];
+          if (c.kind != PMKIT_EV_CALL || runtimeLoc[j] ||
+              c.addr < s.pool->base || c.addr - s.pool->base >= s.pool->size)
+            continue;
+          calls += std::string(n++ ? ", " : "") + T.locText(c.loc) +
+                   " (thread " + std::to_string(c.tid) + ", pointer pool " +
+                   std::to_string(s.pool->id) + "+" +
+                   hex(c.addr - s.pool->base) + ")";
+        }
         warnings.push_back(
             "the content of pool " + s.pool->path + " at close (event " +
             std::to_string(i) +
             ") differs from the traced writes: some writes were not seen "
-            "(uninstrumented code or a system call wrote to the pool); "
-            "crash images may be wrong");
+            "(uninstrumented code or a system call wrote to the pool); " +
+            (calls.empty() ? std::string("no uninstrumented call was given a "
+                                         "pointer into it (inline asm?)")
+                           : "the last uninstrumented calls given a pointer "
+                             "into it: " +
+                                 calls) +
+            "; crash images may be wrong");
+      }
   }
 }
 

@@ -269,3 +269,18 @@ def test_sampler_finds_rare_bugs(run, shm, tmp_path, shape):
         assert r.returncode in (0, 1), r.stdout + r.stderr
         caught.append(r.returncode == 1)
     assert sum(caught) >= 19, f"{shape}: caught with {sum(caught)} of seeds 1-20"
+
+
+def test_unseen_write_names_the_call(run, shm):
+    """A pool written behind the tracer's back: the warning names the uninstrumented call."""
+    pool = shm / "unseen.pool"
+    pool.unlink(missing_ok=True)
+    subprocess.run([str(LIT / "unseen"), "init", str(pool)], check=True)
+    r = run(
+        "explore", "--no-progress", "--check", "true {pool}",
+        "--", str(LIT / "unseen"), "run", str(pool),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    warn = [ln for ln in r.stdout.splitlines() if "warning:" in ln]
+    assert len(warn) == 1 and "differs from the traced writes" in warn[0], r.stdout
+    assert "tests/explorer/unseen.c:30:3" in warn[0] and "pmkit:" not in warn[0], warn[0]
