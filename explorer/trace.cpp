@@ -49,12 +49,18 @@ const char *kindName(uint8_t k) {
   return k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
+// "a STORE", "an RMW".
+std::string aKind(uint8_t k) {
+  bool an = k == PMKIT_EV_NTSTORE || k == PMKIT_EV_RMW || k == PMKIT_EV_ACQUIRE;
+  return std::string(an ? "an " : "a ") + kindName(k);
+}
+
 bool accessSize(uint8_t s) { return s == 1 || s == 2 || s == 4 || s == 8; }
 
 // What is wrong with an event's fields on their own, or "". Addresses are
 // checked against the pools once every block is read (checkAddresses).
 std::string badFields(const pmkit_trace_event &e) {
-  auto k = [&] { return std::string("a ") + kindName(e.kind) + " event"; };
+  auto k = [&] { return aKind(e.kind) + " event"; };
   if (e.seq == 0)
     return k() + " with seq 0 (seqs start at 1)";
   // Fields a kind does not use are 0 (trace_format.h).
@@ -424,26 +430,22 @@ uint64_t Trace::readPool(const uint8_t *d, uint64_t off, uint64_t p, uint64_t q,
 // may be in DRAM; fences and marks have no address.
 void Trace::checkAddresses(const std::vector<uint64_t> &offsets,
                            const std::string &path) const {
-  // The pools' ranges by base, and the furthest end of each prefix, so
-  // that the pools holding an address are a short walk back from it.
+  // The pools' ranges by base, and the furthest end of each prefix: the
+  // pool that holds an address and reaches furthest past it ends at the
+  // furthest end among the pools based at or below it, if that lies
+  // above the address.
   std::vector<std::pair<uint64_t, uint64_t>> rs; // base, end
   for (const Pool &p : pools)
     rs.push_back({p.base, p.base + p.size});
   std::sort(rs.begin(), rs.end());
-  rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
-  std::vector<uint64_t> reach(rs.size());
-  for (size_t i = 0; i < rs.size(); i++)
-    reach[i] = std::max(rs[i].second, i ? reach[i - 1] : 0);
+  for (size_t i = 1; i < rs.size(); i++)
+    rs[i].second = std::max(rs[i].second, rs[i - 1].second);
   // The end of the pool that holds a and reaches furthest, or 0.
-  auto endOf = [&](uint64_t a) {
-    uint64_t best = 0;
-    size_t j =
-        std::upper_bound(rs.begin(), rs.end(), std::make_pair(a, UINT64_MAX)) -
-        rs.begin();
-    while (j-- > 0 && reach[j] > a)
-      if (rs[j].second > a)
-        best = std::max(best, rs[j].second);
-    return best;
+  auto endOf = [&](uint64_t a) -> uint64_t {
+    auto it =
+        std::upper_bound(rs.begin(), rs.end(), std::make_pair(a, UINT64_MAX));
+    return it != rs.begin() && std::prev(it)->second > a ? std::prev(it)->second
+                                                         : 0;
   };
   for (size_t i = 0; i < events.size(); i++) {
     const Event &e = events[i];
@@ -456,7 +458,7 @@ void Trace::checkAddresses(const std::vector<uint64_t> &offsets,
     uint64_t slack = e.kind == PMKIT_EV_LOAD && !e.size;
     if (end && end - e.addr + slack >= len)
       continue;
-    throw Error(path + eventAt(offsets[i]) + "a " + kindName(e.kind) +
+    throw Error(path + eventAt(offsets[i]) + aKind(e.kind) +
                 (range ? " of " + std::to_string(len) + " bytes" : "") +
                 " at " + hex(e.addr) +
                 (end ? " runs past the end of its pool (" + hex(end) + ")"
