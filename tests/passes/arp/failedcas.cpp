@@ -12,7 +12,7 @@
 // RUN:   -o %t
 // RUN: %explore --model arp --no-progress --save-dir %t.d/f \
 // RUN:   --check '%t check {pool}' -- %t run %t.d/p.pool | %FileCheck %s
-// CHECK: result: ok
+// CHECK: result: no failure in {{[0-9]+}} sampled images (not a proof)
 
 #include <pmkit/arp.hpp>
 #include <pmkit/pmkit.h>

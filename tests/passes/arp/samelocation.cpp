@@ -20,7 +20,7 @@
 // RUN: %explore --model arp --no-progress --save-dir %t.d/per \
 // RUN:   --check '%t.per check {pool}' -- %t.per run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=OK
-// OK: result: ok
+// OK: result: no failure in {{[0-9]+}} sampled images (not a proof)
 
 #include <pmkit/arp.hpp>
 #include <pmkit/pmkit.h>
