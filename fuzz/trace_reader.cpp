@@ -88,9 +88,9 @@ std::string readFile(const uint8_t *data, size_t size) {
     return outcome(T, nullptr, (const uint8_t *)UINTPTR_MAX);
   } catch (const pmx::Error &e) {
     std::string m = e.what();
-    // Errors name the file: make them comparable.
-    for (size_t at; (at = m.find(path)) != std::string::npos;)
-      m.replace(at, path.size(), "input");
+    // An error starts with the file's name (the input may hold it too).
+    if (m.compare(0, path.size(), path) == 0)
+      m.replace(0, path.size(), "input");
     return m;
   }
 }

@@ -7,15 +7,13 @@
 // simulates the trace under each model on one machine and prints a table:
 // persists per epoch, row-buffer miss rate and execution time, each also
 // relative to the first model given. Exit 0, or 2 with one line on bad
-// input.
+// input (options: args.cpp; the trace: explorer/trace.cpp).
 
 #include "sim.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 using namespace pms;
