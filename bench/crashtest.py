@@ -490,17 +490,11 @@ def main(argv: list[str] | None = None) -> int:
             # ssapp mode's: lock-based, transactional and lock-free workloads
             failures += ssapp_tests(args, name, meta, work, trials, rng, explore_args)
             # Robust mode's oracle: the flush-free source with robust mode is robust in
-            # every setting, and without it is not. Known exception, kept visible: tpcc's
-            # opt and flit builds leave the order tp_fill_order fills (tpcc.c:133) unflushed
-            # while later stores persist, and the checker reads it; the robustness judgement
-            # found it once it judged every image by its persist order (open: robust-opt's
-            # treatment of the reused ring slot). Expected to fail until fixed.
-            known = {"tpcc": ("robust-opt-traced", "robust-flit-traced")}.get(name, ())
+            # every setting, and without it is not.
             for traced, expect in (
                 ("robust-traced", 0), ("robust-opt-traced", 0), ("robust-flit-traced", 0),
                 ("stripped-traced", 1),
             ):  # fmt: skip
-                expect = 1 if traced in known else expect
                 tag = f"{name}/{traced}"
                 try:
                     s = explore(

@@ -265,10 +265,13 @@ private:
   };
   std::map<std::pair<uint32_t, uint32_t>, Violation> violations;
   uint64_t nonRobust = 0, robustChecked = 0, wholeImage = 0;
-  using ReadSet = std::vector<uint64_t>; // units the checker read, sorted
+  // The 8-byte words the checker read, sorted: a write it did not read
+  // does not count, even when it shares a unit (a cache line under
+  // x86-line) with one it did.
+  using ReadSet = std::vector<uint64_t>;
   struct RobustReads {
     bool known = false;
-    ReadSet units;
+    ReadSet words;
   };
   std::unordered_map<uint64_t, RobustReads> robustReads; // by image hash
   std::unordered_map<uint64_t, std::vector<JobInfo>> robustWaiting;
@@ -1090,8 +1093,19 @@ bool Engine::persistPair(const JobInfo &info, const ReadSet *reads, Key &lost,
   auto keyOf = [&](const Unit &u, uint32_t j) {
     return Key{u.hist[j].ev, u.addr + u.hist[j].off};
   };
-  auto consider = [&](uint32_t ui) {
+  // Only the pieces overlapping a read word of the unit count, when the
+  // words are known (w, nw).
+  auto consider = [&](uint32_t ui, const uint64_t *w = nullptr, size_t nw = 0) {
     const Unit &u = units[ui];
+    auto read = [&](const Piece &p) {
+      if (!w)
+        return true;
+      uint64_t lo = u.addr + p.off, hi = lo + p.len;
+      for (size_t i = 0; i < nw; i++)
+        if (w[i] < hi && w[i] + 8 > lo)
+          return true;
+      return false;
+    };
     uint32_t n =
         (uint32_t)(std::lower_bound(
                        u.hist.begin(), u.hist.end(), info.pos,
@@ -1100,23 +1114,29 @@ bool Engine::persistPair(const JobInfo &info, const ReadSet *reads, Key &lost,
     auto it = dev.find(ui);
     uint32_t k = it == dev.end() ? n : std::min(n, it->second);
     for (uint32_t j = k; j-- > 0;)
-      if (!runtimeEv(u.hist[j].ev)) {
+      if (!runtimeEv(u.hist[j].ev) && read(u.hist[j])) {
         Key x = keyOf(u, j);
         if (!anyKept || x > kept)
           kept = x, anyKept = true;
         break;
       }
     for (uint32_t j = k; j < n; j++)
-      if (!runtimeEv(u.hist[j].ev)) {
+      if (!runtimeEv(u.hist[j].ev) && read(u.hist[j])) {
         lost = std::min(lost, keyOf(u, j));
         break;
       }
   };
   if (reads) {
-    for (uint64_t ua : *reads) {
+    const uint64_t *w = reads->data(), *end = w + reads->size();
+    while (w != end) {
+      uint64_t ua = *w & ~(uint64_t)(U - 1);
+      const uint64_t *next = w;
+      while (next != end && (*next & ~(uint64_t)(U - 1)) == ua)
+        next++;
       auto it = index.find(ua);
       if (it != index.end())
-        consider(it->second);
+        consider(it->second, w, (size_t)(next - w));
+      w = next;
     }
   } else {
     for (const Choice &c : info.choices)
@@ -1162,20 +1182,19 @@ void Engine::robustDuplicate(uint64_t h, const JobInfo &info) {
   if (it == robustReads.end())
     robustWaiting[h].push_back(info);
   else
-    robustness(info, it->second.known ? &it->second.units : nullptr);
+    robustness(info, it->second.known ? &it->second.words : nullptr);
 }
 
 void Engine::robustResult(const JobInfo &info, const Result &r) {
   RobustReads &rr = robustReads[info.hash];
   rr.known = r.readsKnown;
   if (r.readsKnown) {
-    for (uint64_t a : r.reads)
-      rr.units.push_back(a & ~(uint64_t)(U - 1));
-    std::sort(rr.units.begin(), rr.units.end());
-    rr.units.erase(std::unique(rr.units.begin(), rr.units.end()),
-                   rr.units.end());
+    rr.words = r.reads; // 8-byte aligned
+    std::sort(rr.words.begin(), rr.words.end());
+    rr.words.erase(std::unique(rr.words.begin(), rr.words.end()),
+                   rr.words.end());
   }
-  const ReadSet *reads = rr.known ? &rr.units : nullptr;
+  const ReadSet *reads = rr.known ? &rr.words : nullptr;
   robustness(info, reads);
   auto w = robustWaiting.find(info.hash);
   if (w != robustWaiting.end()) {

@@ -27,6 +27,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Statistic.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -57,6 +58,7 @@ STATISTIC(NumStripped, "Existing flushes and fences removed");
 STATISTIC(NumObjectFlushes, "Fresh objects written back as they escape");
 STATISTIC(NumFlitStores, "Atomic PM writes wrapped in FliT counters");
 STATISTIC(NumFlitLoads, "Atomic PM loads with a FliT counter check");
+STATISTIC(NumSplitStores, "Stores wider than their alignment split");
 
 namespace {
 
@@ -83,6 +85,11 @@ cl::opt<bool> StripOnly(
     cl::desc("pmkit-robust: with -pmkit-robust-strip-existing, insert "
              "nothing: the program as robust mode's user writes it, the "
              "control of the mode's end-to-end tests"));
+
+cl::opt<bool> NoSplit(
+    "pmkit-robust-no-split", cl::Hidden, cl::init(false),
+    cl::desc("pmkit-robust: leave stores wider than their alignment whole "
+             "(the control of the split's end-to-end test)"));
 
 cl::opt<bool> Report("pmkit-robust-report", cl::Hidden, cl::init(false),
                      cl::desc("pmkit-robust: list every flush and fence "
@@ -114,10 +121,74 @@ StringRef asmText(const Instruction &I) {
   return "";
 }
 
+// A store wider than its alignment may straddle two cache lines, and the
+// two lines persist independently: the later part can persist while the
+// earlier is lost, which no strict-persistency execution produces (and no
+// flush after the store prevents). Each such store becomes stores of its
+// aligned parts in address order, so that the pass orders them like any
+// two stores. Stores into the stack are left alone, and atomic stores are
+// naturally aligned. Returns whether it split any; each split goes into
+// Lines for the report.
+bool splitUnderalignedStores(Module &M, std::vector<std::string> &Lines) {
+  const DataLayout &DL = M.getDataLayout();
+  std::vector<StoreInst *> Todo;
+  for (Function &F : M) {
+    if (F.isDeclaration() || F.hasFnAttribute(AttrRobustIgnore))
+      continue;
+    for (Instruction &I : instructions(F)) {
+      auto *SI = dyn_cast<StoreInst>(&I);
+      if (!SI || SI->isAtomic())
+        continue;
+      Type *T = SI->getValueOperand()->getType();
+      uint64_t Size = DL.getTypeStoreSize(T).getKnownMinValue();
+      uint64_t Align = SI->getAlign().value();
+      if (Align >= Size || Size % Align || Size > 64 ||
+          isa<ScalableVectorType>(T) || DL.getTypeSizeInBits(T) != Size * 8 ||
+          isa<AllocaInst>(getUnderlyingObject(SI->getPointerOperand())))
+        continue;
+      Type *E = T->getScalarType();
+      if (!E->isIntegerTy() && !E->isFloatingPointTy() && !E->isPointerTy())
+        continue;
+      Todo.push_back(SI);
+    }
+  }
+  for (StoreInst *SI : Todo) {
+    IRBuilder<> B(SI);
+    Value *V = SI->getValueOperand();
+    Type *T = V->getType();
+    uint64_t Size = DL.getTypeStoreSize(T).getFixedValue();
+    uint64_t Align = SI->getAlign().value();
+    IntegerType *Whole = B.getIntNTy((unsigned)(Size * 8));
+    if (T->isPtrOrPtrVectorTy()) // (a vector of pointers: of integers)
+      V = B.CreatePtrToInt(V, DL.getIntPtrType(T));
+    V = B.CreateBitCast(V, Whole);
+    IntegerType *Part = B.getIntNTy((unsigned)(Align * 8));
+    for (uint64_t Off = 0; Off < Size; Off += Align) {
+      uint64_t Shift = DL.isLittleEndian() ? Off : Size - Off - Align;
+      Value *Bits = B.CreateTrunc(B.CreateLShr(V, Shift * 8), Part);
+      Value *P = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(),
+                                              SI->getPointerOperand(), Off);
+      StoreInst *N =
+          B.CreateAlignedStore(Bits, P, SI->getAlign(), SI->isVolatile());
+      N->setDebugLoc(SI->getDebugLoc());
+    }
+    Lines.push_back(sourceLoc(SI) + ": split the " + std::to_string(Size) +
+                    "-byte store aligned to " + std::to_string(Align) +
+                    " into " + std::to_string(Size / Align) +
+                    " stores: across two cache lines its later part could "
+                    "persist without the earlier");
+    SI->eraseFromParent();
+    ++NumSplitStores;
+  }
+  return !Todo.empty();
+}
+
 class Robustifier {
 public:
-  Robustifier(Module &M, const PMAliasInfo &PA, FunctionAnalysisManager &FAM)
-      : M(M), PA(PA), FAM(FAM), DL(M.getDataLayout()), Ctx(M.getContext()) {}
+  Robustifier(Module &M, const PMAliasInfo &PA, FunctionAnalysisManager &FAM,
+              std::vector<std::string> Lines)
+      : M(M), PA(PA), FAM(FAM), DL(M.getDataLayout()), Ctx(M.getContext()),
+        Lines(std::move(Lines)) {}
   bool run();
 
 private:
@@ -490,10 +561,15 @@ bool Robustifier::run() {
 } // namespace
 
 PreservedAnalyses RobustPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  // Split first, and analyse the stores the program now has.
+  std::vector<std::string> SplitLines;
+  bool Split = !StripOnly && !NoSplit && splitUnderalignedStores(M, SplitLines);
+  if (Split)
+    MAM.invalidate(M, PreservedAnalyses::none());
   const PMAliasInfo &PA = MAM.getResult<PMAliasAnalysis>(M);
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
-  if (!Robustifier(M, PA, FAM).run())
+  if (!Robustifier(M, PA, FAM, std::move(SplitLines)).run() && !Split)
     return PreservedAnalyses::all();
   // New instructions (and, with FliT, new blocks): the PM analysis stays
   // valid (PMAliasInfo); function analyses do not.

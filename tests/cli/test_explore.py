@@ -207,3 +207,55 @@ def test_robustness_names_the_store_that_needs_a_flush(run, shm, tmp_path):
     assert buggy.returncode == 1
     line = next(i for i, t in enumerate(FLAG_C.splitlines(), 1) if "strcpy" in t)
     assert f"flag.c:{line}:" in buggy.stdout and "needs a flush and a fence" in buggy.stdout
+
+
+# Two lines: `kept` persisted with a flush and fence, `scratch` beside it
+# written with neither, then `flag` on the next line persisted. The checker
+# reads kept and flag, and scratch only when asked to ("all").
+SCRATCH_C = r"""
+#include <pmkit/pmkit.h>
+#include <string.h>
+struct rec { long kept, scratch, pad[6]; long flag; };
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  struct rec *r;
+  if (argc == 4) { /* check POOL some|all */
+    if (pmkit_pool_open(argv[2], 0, &p) || pmkit_root(p, sizeof *r, (void **)&r)) return 1;
+    long s = !strcmp(argv[3], "all") ? r->scratch : 0;
+    return (r->flag && r->kept != 7) || s < 0;
+  }
+  if (pmkit_pool_create(argv[1], 2 << 20, 0, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 1;
+  r->kept = 7;
+  pmkit_persist(&r->kept, sizeof r->kept);
+  r->scratch = 9;
+  r->flag = 1;
+  pmkit_persist(&r->flag, sizeof r->flag);
+  return pmkit_pool_close(p);
+}
+"""
+
+
+def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
+    """Under x86-line a unit is a whole line, but an unflushed write the checker never reads
+    makes no image non-robust, even when the checker reads another word of its line; read, it
+    does (judged on the line's words, a false alarm on robust-opt builds)."""
+    src = tmp_path / "scratch.c"
+    src.write_text(SCRATCH_C)
+    exe = tmp_path / "scratch"
+    r = run("cc", "--trace", "--trace-loads", "-O1", str(src), "-o", str(exe))
+    assert r.returncode == 0, r.stderr
+    line = next(i for i, t in enumerate(SCRATCH_C.splitlines(), 1) if "r->scratch = 9" in t)
+    out = {}
+    for reads in ("some", "all"):
+        pool = shm / f"scratch-{reads}.pool"
+        pool.unlink(missing_ok=True)
+        out[reads] = explore(
+            run, "--model", "x86-line", "--robustness", "--save-dir", str(tmp_path / reads),
+            "--check", f"{exe} check {{pool}} {reads}", "--", str(exe), str(pool),
+        )  # fmt: skip
+    some, every = out["some"], out["all"]
+    assert some.returncode == 0 and "robustness: 0 of" in some.stdout, some.stdout
+    assert every.returncode == 1, every.stdout
+    flagged = [ln for ln in every.stdout.splitlines() if "can be lost while" in ln]
+    assert flagged and all(f"scratch.c:{line}:" in ln for ln in flagged), every.stdout

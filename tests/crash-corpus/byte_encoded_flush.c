@@ -25,7 +25,7 @@
 
 #include "banks.h"
 
-static inline void clwb(const void *p) {
+static inline __attribute__((unused)) void clwb(const void *p) {
   __asm__ volatile(".byte 0x66; xsaveopt %0" : "+m"(*(volatile char *)p));
 }
 static inline void clflushopt(const void *p) {

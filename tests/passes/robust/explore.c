@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // End to end, the oracle of robust mode: a program written with no flushes
-// or fences, built with --mode=robust, has no crash image under the x86
+// or fences, built with --mode=robust, has no crash image under the x86-line
 // model that its checker rejects, and none that strict persistency could
 // not produce (pmkit explore --robustness). Built without the pass, the
 // same source fails both (the must-fail half): the count of the log can
@@ -9,7 +9,7 @@
 // RUN: rm -rf %t.d && mkdir -p %t.d
 // RUN: %clang_pm -O1 -g -mllvm -pmkit-mode=robust -mllvm -pmkit-trace \
 // RUN:   -mllvm -pmkit-trace-loads %s %link_trace -o %t.robust
-// RUN: %explore --robustness --no-progress --save-dir %t.d/robust \
+// RUN: %explore --model x86-line --robustness --no-progress --save-dir %t.d/robust \
 // RUN:   --check '%t.robust check {pool}' -- %t.robust run %t.d/r.pool \
 // RUN:   | %FileCheck %s --check-prefix=ROBUST
 // ROBUST: robustness: 0 of {{[0-9]+}} crash images
@@ -17,7 +17,7 @@
 //
 // RUN: %clang_pm -O1 -g -mllvm -pmkit-trace -mllvm -pmkit-trace-loads %s \
 // RUN:   %link_trace -o %t.plain
-// RUN: %not %explore --robustness --no-progress --save-dir %t.d/plain \
+// RUN: %not %explore --model x86-line --robustness --no-progress --save-dir %t.d/plain \
 // RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=PLAIN
 // PLAIN: robustness: {{[1-9][0-9]*}} of {{[0-9]+}} crash images

@@ -12,13 +12,13 @@
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-mode=robust -mllvm \
 // RUN:   -pmkit-robust-setting=opt -mllvm -pmkit-trace -mllvm \
 // RUN:   -pmkit-trace-loads %s %link_trace -lstdc++ -o %t.opt
-// RUN: %explore --robustness --no-progress --save-dir %t.d/opt \
+// RUN: %explore --model x86-line --robustness --no-progress --save-dir %t.d/opt \
 // RUN:   --check '%t.opt check {pool}' -- %t.opt run %t.d/o.pool \
 // RUN:   | %FileCheck %s --check-prefix=ROBUST
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-mode=robust -mllvm \
 // RUN:   -pmkit-robust-setting=flit -mllvm -pmkit-trace -mllvm \
 // RUN:   -pmkit-trace-loads %s %link_trace -lstdc++ -o %t.flit
-// RUN: %explore --robustness --no-progress --save-dir %t.d/flit \
+// RUN: %explore --model x86-line --robustness --no-progress --save-dir %t.d/flit \
 // RUN:   --check '%t.flit check {pool}' -- %t.flit run %t.d/f.pool \
 // RUN:   | %FileCheck %s --check-prefix=ROBUST
 // ROBUST: robustness: 0 of {{[0-9]+}} crash images
@@ -26,7 +26,7 @@
 //
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace -mllvm -pmkit-trace-loads \
 // RUN:   %s %link_trace -lstdc++ -o %t.plain
-// RUN: %not %explore --robustness --no-progress --save-dir %t.d/plain \
+// RUN: %not %explore --model x86-line --robustness --no-progress --save-dir %t.d/plain \
 // RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=PLAIN
 // PLAIN: robustness: {{[1-9][0-9]*}} of {{[0-9]+}} crash images
