@@ -22,7 +22,8 @@
  * (modules built with -pmkit-clobber-domain=eadr): the same order with the
  * flushes and fences gone, the core's too (such a module sets the domain).
  * Entry points: __pmkit_clobber_enter,
- * __pmkit_clobber_log, __pmkit_clobber_exit, pmk_clobber_recover_slot.
+ * __pmkit_clobber_log, __pmkit_clobber_exit, pmk_clobber_recover_slot
+ * (twice per slot: restore, then re-execute).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -589,21 +590,35 @@ int pmkit_clobber_inflight_get(pmkit_pool *p, unsigned id,
   return r;
 }
 
-int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id) {
+/* Recovery in two passes over the slots (pmkit_recover): first every
+ * interrupted section's clobbered inputs are restored (`reexecute` 0), then
+ * each is re-executed (1). One pass doing both per slot let a section
+ * re-execute over another's uncommitted writes, which that one's roll-back
+ * then overwrote: a waiter for a lock the other held re-executed first, and
+ * its completed update was lost. A crash between the passes leaves sections
+ * in flight with retired entries: the next recovery restores nothing more
+ * and re-executes them. Returns 1 for a section recovered in this pass. */
+int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id, int reexecute) {
   pmkit_ctx *c;
   struct log_blk *l;
   uint32_t kind;
   if (!adopt_inflight(p, id, &c, &l, &kind))
     return 0;
   uint64_t *ext = pmkit_ctx_ext(c);
-  int r = roll_back(p, l, ext[EXT_SEQ], id);
-  if (r)
-    goto out;
+  int r = 0;
   /* PMKIT_CLOBBER_RECOVER=rollback: recovery that forgets to re-execute,
    * for showing that a checker notices a FASE that began and never ended. */
   const char *how = getenv("PMKIT_CLOBBER_RECOVER");
-  if (kind == KIND_UNDO || (how && !strcmp(how, "rollback"))) {
-    /* the classic baseline: the FASE never ran */
+  int undo = kind == KIND_UNDO || (how && !strcmp(how, "rollback"));
+  if (!reexecute) {
+    r = roll_back(p, l, ext[EXT_SEQ], id);
+    if (!r && undo) { /* the classic baseline: the FASE never ran */
+      r = pmkit_fase_abort(c);
+      r = r ? r : 1;
+    }
+    goto out;
+  }
+  if (undo) { /* (a crash between the passes) */
     r = pmkit_fase_abort(c);
     r = r ? r : 1;
     goto out;

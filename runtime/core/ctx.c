@@ -227,11 +227,14 @@ int pmkit_recover(pmkit_pool *p) {
   int n = pmk_ssapp_recover(p);
   if (n < 0)
     return n;
-  for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
-    int r = pmk_clobber_recover_slot(p, id);
-    if (r < 0)
-      return r;
-    n += r;
-  }
+  /* Every interrupted section's inputs restored before any re-executes
+   * (pmk_clobber_recover_slot). */
+  for (int pass = 0; pass < 2; pass++)
+    for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
+      int r = pmk_clobber_recover_slot(p, id, pass);
+      if (r < 0)
+        return r;
+      n += r;
+    }
   return n;
 }

@@ -276,8 +276,11 @@ PMK_HIDDEN _Noreturn void pmk_fase_fail(const char *mode,
                                         const char *what, const char *detail);
 
 /* runtime/clobber: recover slot id if a clobber-mode section is in flight
- * there: 1 recovered, 0 not its slot, or a negative PMKIT_E_*. */
-PMK_HIDDEN int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id);
+ * there, in two passes over every slot: restore its clobbered inputs
+ * (reexecute 0), then re-execute it (1). 1 recovered in this pass, 0 not,
+ * or a negative PMKIT_E_*. */
+PMK_HIDDEN int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id,
+                                        int reexecute);
 /* runtime/ssapp: resume every ssapp-mode FASE in flight (one thread each):
  * the number resumed, or a negative PMKIT_E_*. */
 PMK_HIDDEN int pmk_ssapp_recover(pmkit_pool *p);
