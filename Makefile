@@ -29,8 +29,10 @@ build:
 demo: build
 	$(VENV)/pmkit demo
 
+# (The lit tests run inside test-runtime, as the CTest test pmkit-passes-lit,
+# beside the crash tests; test-passes runs them alone.)
 test: build
-	@$(MAKE) --no-print-directory lint test-runtime test-passes test-cli test-asan test-fuzz
+	@$(MAKE) --no-print-directory lint test-runtime test-cli test-asan test-fuzz
 	@echo "make test: all passed"
 
 test-runtime:
@@ -85,14 +87,14 @@ crashtest-full: build
 	$(VENV)/python bench/crashtest.py --build-dir $(BUILD) --full
 	$(VENV)/python tests/cli/wppgolden.py --trials 200
 
-# The libFuzzer targets (fuzz/), one after the other on one core each, on
+# The libFuzzer targets (fuzz/), side by side on one core each, on
 # fuzz/corpus/<target> (the committed seeds) plus what earlier runs found in
 # $(BUILD)/fuzz/work/<target>. A crash, a hang (-timeout) or a leak fails the
-# target; its input is saved as $(BUILD)/fuzz/<target>-crash-*.
+# target; its input is saved as $(BUILD)/fuzz/<target>-crash-*, its log is
+# $(BUILD)/fuzz/<target>.log.
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS := trace_reader sim_input
-FUZZ_FLAGS := -jobs=1 -workers=1 -rss_limit_mb=2048 -max_len=32768 -timeout=10 \
-              -print_final_stats=1
+FUZZ_FLAGS := -rss_limit_mb=2048 -max_len=32768 -timeout=10 -print_final_stats=1
 
 fuzz: build
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SECONDS)
@@ -101,21 +103,27 @@ test-fuzz:
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=60
 
 fuzz-run:
-	@set -e; out=$(abspath $(BUILD))/fuzz; \
+	@set -e; out=$(abspath $(BUILD))/fuzz; pids=""; \
 	for t in $(FUZZ_TARGETS); do \
 	  bin=$$out/fuzz-$${t//_/-}; \
 	  if [ ! -x $$bin ]; then \
 	    echo "fuzz: $$bin is not built (PMKIT_BUILD_FUZZ: clang with libFuzzer)"; exit 1; fi; \
-	  mkdir -p $$out/work/$$t; rm -f $$out/fuzz-0.log; \
+	  mkdir -p $$out/work/$$t; \
 	  echo "fuzz: $$t for $(FUZZ_RUN_SECONDS) s"; \
-	  if ! (cd $$out && nice $$bin $(FUZZ_FLAGS) -max_total_time=$(FUZZ_RUN_SECONDS) \
-	        -artifact_prefix=$$out/$$t- $$out/work/$$t $(CURDIR)/fuzz/corpus/$$t \
-	        >/dev/null 2>&1); then \
-	    tail -n 40 $$out/fuzz-0.log; echo "fuzz: $$t FAILED (log: $$out/$$t.log)"; \
-	    mv $$out/fuzz-0.log $$out/$$t.log; exit 1; fi; \
-	  mv $$out/fuzz-0.log $$out/$$t.log; \
-	  grep -E '^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs' $$out/$$t.log; \
-	done
+	  (cd $$out && nice $$bin $(FUZZ_FLAGS) -max_total_time=$(FUZZ_RUN_SECONDS) \
+	     -artifact_prefix=$$out/$$t- $$out/work/$$t $(CURDIR)/fuzz/corpus/$$t \
+	     >$$out/$$t.log 2>&1) & pids="$$pids $$!"; \
+	done; \
+	failed=0; set -- $$pids; \
+	for t in $(FUZZ_TARGETS); do \
+	  if wait $$1; then \
+	    grep -E '^stat::number_of_executed_units|^Done [0-9]+ runs' $$out/$$t.log \
+	      | sed "s/^/fuzz: $$t: /"; \
+	  else \
+	    tail -n 40 $$out/$$t.log; echo "fuzz: $$t FAILED (log: $$out/$$t.log)"; failed=1; fi; \
+	  shift; \
+	done; \
+	exit $$failed
 
 install: build
 	cmake --install $(BUILD)

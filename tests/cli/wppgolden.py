@@ -233,9 +233,19 @@ def kv_trial(
         # (a resumed server ignores its arguments; a fresh one needs the port again)
         srv = subprocess.Popen([str(server), "-t", "2", "-p", str(port)], stderr=log, env=env)
     out, err = cli.communicate(timeout=120)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"Q\n")
-        s.recv(16)
+    # The client may end while a restarted server is still restoring, before it listens again:
+    # retry while it runs (a server that died instead is reported below by its exit status).
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(b"Q\n")
+                s.recv(16)
+            break
+        except ConnectionRefusedError:
+            if srv.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
     srv.wait(timeout=30)
     log.close()
     left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []

@@ -16,23 +16,23 @@
 // RUN: rm -f %t.pool && %t run %t.pool 50 && %t check %t.pool 50 | %FileCheck %s
 // CHECK: ok: 50 transfers
 //
-// Under ADR the explorer's x86 model checks a traced build; with the logs left
-// out
+// Under ADR the explorer's x86 model checks a traced build (1000 images a
+// run: the default budget took minutes); with the logs left out
 // (-pmkit-clobber-skip-log) or the write-backs (built for eADR) it must fail.
 // RUN: rm -rf %t.d && mkdir -p %t.d
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-trace %s \
 // RUN:   %link_trace -o %t.tr
-// RUN: %explore --no-progress --save-dir %t.d/ok --check '%t.tr check {pool}' \
+// RUN: %explore --no-progress --budget 1000 --save-dir %t.d/ok --check '%t.tr check {pool}' \
 // RUN:   -- %t.tr run %t.d/ok.pool 6 | %FileCheck %s --check-prefix=EXPLORE
 // EXPLORE: result: no failure in {{[0-9]+}} sampled images (not a proof)
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-trace \
 // RUN:   -mllvm -pmkit-clobber-skip-log %s %link_trace -o %t.nolog
-// RUN: %not %explore --no-progress --save-dir %t.d/nolog \
+// RUN: %not %explore --no-progress --budget 1000 --save-dir %t.d/nolog \
 // RUN:   --check '%t.nolog check {pool}' -- %t.nolog run %t.d/nolog.pool 6 \
 // RUN:   | %FileCheck %s --check-prefix=BITES
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-trace \
 // RUN:   -mllvm -pmkit-clobber-domain=eadr %s %link_trace -o %t.nowb
-// RUN: %not %explore --no-progress --save-dir %t.d/nowb \
+// RUN: %not %explore --no-progress --budget 1000 --save-dir %t.d/nowb \
 // RUN:   --check '%t.nowb check {pool}' -- %t.nowb run %t.d/nowb.pool 6 \
 // RUN:   | %FileCheck %s --check-prefix=BITES
 // BITES: result: FAILED: {{[0-9]+}} of {{[0-9]+}} crash images are inconsistent
