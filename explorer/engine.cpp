@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -129,6 +130,54 @@ std::string hex(uint64_t v) {
   char b[32];
   snprintf(b, sizeof b, "%#llx", (unsigned long long)v);
   return b;
+}
+
+// Where the pool file differs from `traced` (the pool's content replayed
+// from the trace), when the file still holds what the program left at the
+// close whose checksum is `sum` (else ""): up to four ranges, gaps under 8
+// bytes merged, and the total.
+std::string differingRanges(const Pool &pool, const uint8_t *traced,
+                            uint64_t sum) {
+  Buffer f(pool.size);
+  int fd = open(pool.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return "";
+  size_t got = 0;
+  while (got < f.size()) {
+    ssize_t r = pread(fd, f.data() + got, f.size() - got, (off_t)got);
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (got != f.size() || pmkit_trace_checksum(f.data(), f.size()) != sum)
+    return "";
+  const uint8_t *b = f.data();
+  std::string out;
+  uint64_t total = 0, ranges = 0;
+  for (size_t a = 0; a < f.size();) {
+    if (a % 4096 == 0 && f.size() - a >= 4096 &&
+        !memcmp(b + a, traced + a, 4096)) {
+      a += 4096;
+      continue;
+    }
+    if (b[a] == traced[a]) {
+      a++;
+      continue;
+    }
+    size_t last = a;
+    for (size_t c = a; c < f.size() && c - last <= 8; c++)
+      if (b[c] != traced[c])
+        last = c, total++;
+    if (ranges++ < 4)
+      out += std::string(out.empty() ? "" : ", ") + "pool " +
+             std::to_string(pool.id) + "+" + hex(a) + ".." + hex(last) + " (" +
+             std::to_string(last - a + 1) + " bytes)";
+    a = last + 1;
+  }
+  if (ranges > 4)
+    out += " and " + std::to_string(ranges - 4) + " more";
+  return std::to_string(total) + " bytes differ, at " + out;
 }
 
 std::string jsonStr(const std::string &s) {
@@ -471,11 +520,16 @@ void Engine::apply(size_t i) {
                    std::to_string(s.pool->id) + "+" +
                    hex(c.addr - s.pool->base) + ")";
         }
+        std::string where = differingRanges(*s.pool, s.cur.data(), e.arg);
         warnings.push_back(
             "the content of pool " + s.pool->path + " at close (event " +
             std::to_string(i) +
             ") differs from the traced writes: some writes were not seen "
             "(uninstrumented code or a system call wrote to the pool); " +
+            (where.empty() ? std::string("the pool file no longer holds that "
+                                         "content, so the bytes are unknown")
+                           : where) +
+            "; " +
             (calls.empty() ? std::string("no uninstrumented call was given a "
                                          "pointer into it (inline asm?)")
                            : "the last uninstrumented calls given a pointer "

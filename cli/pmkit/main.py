@@ -242,7 +242,11 @@ def build_parser() -> Parser:
     pg.set_defaults(func=cmd_pool_gc)
 
     dm = sub.add_parser("demo", help="crash the bundled key-value store and check every recovery")
-    dm.add_argument("--trials", type=int, default=100, help="crashes per build (default 100)")
+    dm.add_argument(
+        "--trials", type=int, default=100,
+        help="random crashes per build after the sweep of the store window: half at random "
+        "store points, half SIGKILLs (default 100)",
+    )  # fmt: skip
     dm.add_argument("--ops", type=int, default=3000, help="operations per run (default 3000)")
     dm.add_argument("--seed", type=int, default=1, help="seed of the whole demo (default 1)")
     dm.add_argument("--keep", action="store_true", help="keep the pool files")

@@ -271,16 +271,28 @@ def test_sampler_finds_rare_bugs(run, shm, tmp_path, shape):
     assert sum(caught) >= 19, f"{shape}: caught with {sum(caught)} of seeds 1-20"
 
 
-def test_unseen_write_names_the_call(run, shm):
-    """A pool written behind the tracer's back: the warning names the uninstrumented call."""
+def test_unseen_write_names_the_call(run, shm, tmp_path):
+    """A pool written behind the tracer's back: the warning names the bytes (the pool file still
+    holds what the program left) and the uninstrumented call; once the file has changed, it says
+    the bytes are unknown."""
     pool = shm / "unseen.pool"
     pool.unlink(missing_ok=True)
     subprocess.run([str(LIT / "unseen"), "init", str(pool)], check=True)
+    trace = tmp_path / "unseen.trace"
     r = run(
-        "explore", "--no-progress", "--check", "true {pool}",
+        "explore", "--no-progress", "--check", "true {pool}", "--keep-trace", str(trace),
         "--", str(LIT / "unseen"), "run", str(pool),
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     warn = [ln for ln in r.stdout.splitlines() if "warning:" in ln]
     assert len(warn) == 1 and "differs from the traced writes" in warn[0], r.stdout
     assert "tests/explorer/unseen.c:30:3" in warn[0] and "pmkit:" not in warn[0], warn[0]
+    # fill_opaque's 64 bytes, at the root (the pointer the call was given)
+    at = warn[0].split("pointer pool 0+")[1].split(")")[0]
+    assert f"64 bytes differ, at pool 0+{at}..{hex(int(at, 16) + 63)} (64 bytes);" in warn[0]
+    with open(pool, "r+b") as f:  # the file moves on: its bytes no longer tell
+        f.seek(int(at, 16))
+        f.write(b"\xff")
+    r = run("explore", "--no-progress", "--check", "true {pool}", "--trace", str(trace))
+    warn = [ln for ln in r.stdout.splitlines() if "warning:" in ln]
+    assert len(warn) == 1 and "no longer holds that content" in warn[0], r.stdout
