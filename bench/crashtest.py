@@ -2,7 +2,8 @@
 """Crash tests of the benchmark workloads: every workload in bench/suite.json, every variant that
 promises crash consistency.
 
-- hand-eadr and pmdk: runs are killed (SIGKILL) at seeded random moments, as a power failure
+- hand-eadr and pmdk: runs (10 times a workload's crash_ops, 30 with --full) are killed
+  (SIGKILL) at seeded random moments, as a power failure
   leaves a pool on an eADR platform (the pool lives in /dev/shm), then `--check` must pass; the
   interrupted run is then resumed to the end and checked again.
 - hand-adr: `pmkit explore` records a short run of the traced build and checks the crash images
@@ -115,12 +116,18 @@ def run_length(b: Path, work: Path, args: list[str], tag: str) -> float:
     return time.monotonic() - t0
 
 
+# The kill runs' length in units of a workload's crash_ops, and the calibration runs per
+# thread count (set by main: --full runs longer and measures twice).
+LONG_RUN, CALIBRATIONS = 10, 1
+
+
 def kill_trials(b: Path, work: Path, args: list[str], trials: int, rng: random.Random, tag: str):
     """Kills land at seeded moments spread over the run's length (measured first), so they
     fall in the load and in the run rather than after the end. Returns how many landed."""
-    # Per thread count, the shorter of two runs: a loaded machine slows some runs down.
+    # Per thread count, the shorter of the calibration runs: a loaded machine slows some runs
+    # down (a kill after the end does not land, and kills that landed are counted).
     length = {
-        n: min(run_length(b, work, [*args, "--threads", str(n)], tag) for _ in range(2))
+        n: min(run_length(b, work, [*args, "--threads", str(n)], tag) for _ in range(CALIBRATIONS))
         for n in (1, 2)
     }
     landed = 0
@@ -315,6 +322,8 @@ def explore(
         "--model", "x86-line" if robustness else "x86",
         "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}-{traced}"),
         *(["--robustness"] if robustness else []),
+        # a must-fail run has made its point once 10 images failed
+        *(["--stop-after", "10"] if expect else []),
         "--check", f"{check} --check {{pool}}", "--", str(prog), *args, "--pool", str(pool),
     ]  # fmt: skip
     r = run(cmd, timeout=600, env={"PYTHONPATH": str(REPO / "cli")})
@@ -341,7 +350,7 @@ def clobber_tests(args, name: str, meta: dict, work: Path, trials: int, rng: ran
             said = ""
             if kills:
                 long_run = ["--keys", str(meta["crash_keys"]),
-                            "--ops", str(meta["crash_ops"] * 30)]  # fmt: skip
+                            "--ops", str(meta["crash_ops"] * LONG_RUN)]  # fmt: skip
                 landed = kill_trials(b, work, long_run, trials, rng, tag)
                 said = f"{landed} of {trials} kills landed mid-run and recovered; "
             said += crash_points(b, work, explore_args, None if args.full else count, rng, tag,
@@ -391,7 +400,7 @@ def ssapp_tests(args, name: str, meta: dict, work: Path, trials: int, rng: rando
     failures = 0
     tag = f"{name}/ssapp"
     try:
-        long_run = ["--keys", str(meta["crash_keys"]), "--ops", str(meta["crash_ops"] * 30)]
+        long_run = ["--keys", str(meta["crash_keys"]), "--ops", str(meta["crash_ops"] * LONG_RUN)]
         landed = kill_trials(binary(args.build_dir, name, "ssapp"), work, long_run, trials, rng,
                              tag)  # fmt: skip
         said = crash_points(
@@ -453,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:  # also a workload not yet listed in suite.json
         names = [args.only]
     trials = args.trials or (40 if args.full else 4)
+    global LONG_RUN, CALIBRATIONS
+    if args.full:
+        LONG_RUN, CALIBRATIONS = 30, 2
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="pmkit-crashtest-", dir="/dev/shm"))
     failures = 0
@@ -465,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
                 b = binary(args.build_dir, name, variant)
                 try:
                     # Long enough that the kill lands mid-run, short enough to resume.
-                    long_run = [*size[:2], "--ops", str(meta["crash_ops"] * 30)]
+                    long_run = [*size[:2], "--ops", str(meta["crash_ops"] * LONG_RUN)]
                     landed = kill_trials(b, work, long_run, trials, rng, tag)
                     values = not meta.get("set", False) and meta.get("values", True)
                     corrupt_tests(b, work, size, values, tag)

@@ -168,7 +168,9 @@ _Static_assert(sizeof(pmkit_trace_event) == 32, "trace event");
 #endif
 
 /* STRING payload: records, each padded to a multiple of 8 bytes. Location
- * strings are "file:line:col" or "function:?" without debug info; an id is
+ * strings are "file:line:col" or "function:?" without debug info, text for
+ * people: an access through a named struct adds " " and the field as the
+ * debug info spells it ("t.c:9:14 rec.in[2].b"); an id is
  * the 32-bit FNV-1a hash of the string (0 is never used). Locations in the
  * pmkit runtime's own code (libpmkit-trace) begin with "pmkit:", so that a
  * reader can tell its writes (allocator, journals) from the program's. */

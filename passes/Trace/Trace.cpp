@@ -25,7 +25,9 @@
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/BinaryFormat/Dwarf.h"
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfo.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -35,6 +37,7 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/LowerAtomic.h"
@@ -118,7 +121,10 @@ private:
   DenseMap<uint32_t, unsigned> LocIndex;
 
   void declareRuntime();
-  uint32_t locOf(Instruction *I);
+  uint32_t locOf(Instruction *I, Value *Addr = nullptr);
+  std::string fieldOf(Value *Addr);
+  StringMap<const DICompositeType *> DIStructs; // by name, from debug info
+  bool DIStructsRead = false;
   bool neverPM(Value *Addr);
   Instruction *guard(Instruction *Before, Value *Addr);
   Value *toI64(IRBuilder<> &B, Value *V);
@@ -165,7 +171,90 @@ void Tracer::declareRuntime() {
   Hi = Box("__pmkit_pool_hi");
 }
 
-uint32_t Tracer::locOf(Instruction *I) {
+// The debug-info type behind T: typedefs, const and volatile removed.
+const DIType *plainType(const DIType *T) {
+  while (auto *D = dyn_cast_or_null<DIDerivedType>(T)) {
+    unsigned Tag = D->getTag();
+    if (Tag != dwarf::DW_TAG_typedef && Tag != dwarf::DW_TAG_const_type &&
+        Tag != dwarf::DW_TAG_volatile_type && Tag != dwarf::DW_TAG_atomic_type)
+      break;
+    T = D->getBaseType();
+  }
+  return T;
+}
+
+// The struct field an access address names, as the debug info spells it
+// (`rec.pair[1]`, `log.entry[?][0]` for an index only known at run time):
+// from a GEP into a named struct with constant field indices; "" when
+// there is none or no debug info describes the struct.
+std::string Tracer::fieldOf(Value *Addr) {
+  auto *G =
+      dyn_cast_or_null<GEPOperator>(Addr ? Addr->stripPointerCasts() : nullptr);
+  if (!G || G->getNumIndices() < 2)
+    return "";
+  auto *ST = dyn_cast<StructType>(G->getSourceElementType());
+  if (!ST || !ST->hasName())
+    return "";
+  if (!DIStructsRead) {
+    DIStructsRead = true;
+    DebugInfoFinder F;
+    F.processModule(M);
+    for (const DIType *T : F.types())
+      if (auto *C = dyn_cast<DICompositeType>(T))
+        if (!C->getName().empty() && !C->isForwardDecl() &&
+            (C->getTag() == dwarf::DW_TAG_structure_type ||
+             C->getTag() == dwarf::DW_TAG_class_type))
+          DIStructs.try_emplace(C->getName(), C);
+  }
+  StringRef Name = ST->getName();
+  for (StringRef Pre : {"struct.", "class.", "union."})
+    Name.consume_front(Pre);
+  Name = Name.split(".").first; // a renamed duplicate: struct.rec.12
+  auto It = DIStructs.find(Name);
+  if (It == DIStructs.end())
+    return "";
+  const DIType *DT = It->second;
+  std::string Out = Name.str();
+  Type *T = ST;
+  for (auto Idx = G->idx_begin() + 1; Idx != G->idx_end(); ++Idx) {
+    auto *CI = dyn_cast<ConstantInt>(*Idx);
+    if (auto *S = dyn_cast<StructType>(T)) {
+      auto *C = dyn_cast_or_null<DICompositeType>(DT);
+      if (!CI || !C)
+        break;
+      uint64_t K = CI->getZExtValue();
+      uint64_t Bits = DL.getStructLayout(S)->getElementOffsetInBits(K);
+      const DIDerivedType *Member = nullptr;
+      for (const DINode *E : C->getElements())
+        if (auto *D = dyn_cast<DIDerivedType>(E))
+          if (D->getTag() == dwarf::DW_TAG_member && !D->isStaticMember() &&
+              D->getOffsetInBits() <= Bits &&
+              Bits < D->getOffsetInBits() +
+                         std::max<uint64_t>(D->getSizeInBits(), 1)) {
+            Member = D;
+            break;
+          }
+      if (!Member || Member->getName().empty())
+        break;
+      Out += "." + Member->getName().str();
+      T = S->getElementType((unsigned)K);
+      DT = plainType(Member->getBaseType());
+    } else if (auto *A = dyn_cast<ArrayType>(T)) {
+      Out += CI ? "[" + std::to_string(CI->getZExtValue()) + "]" : "[?]";
+      T = A->getElementType();
+      // A C array's debug type is one node for all its dimensions: the
+      // element's composite type, if any, is past them.
+      if (auto *C = dyn_cast_or_null<DICompositeType>(DT);
+          C && C->getTag() == dwarf::DW_TAG_array_type && !T->isArrayTy())
+        DT = plainType(C->getBaseType());
+    } else {
+      break;
+    }
+  }
+  return Out == Name ? "" : Out;
+}
+
+uint32_t Tracer::locOf(Instruction *I, Value *Addr) {
   std::string Text;
   if (const DILocation *L = I->getDebugLoc().get()) {
     StringRef File = L->getFilename();
@@ -174,6 +263,8 @@ uint32_t Tracer::locOf(Instruction *I) {
   } else {
     Text = I->getFunction()->getName().str() + ":?";
   }
+  if (std::string Field = fieldOf(Addr); !Field.empty())
+    Text += " " + Field;
   uint32_t Id = fnv1a32(Text);
   if (LocIndex.try_emplace(Id, Locs.size()).second)
     Locs.push_back({Id, std::move(Text)});
@@ -230,7 +321,7 @@ void Tracer::instrumentStore(StoreInst *SI) {
   Value *V = SI->getValueOperand();
   uint64_t Size = DL.getTypeStoreSize(V->getType()).getFixedValue();
   bool NT = SI->getMetadata(LLVMContext::MD_nontemporal) != nullptr;
-  uint32_t Loc = locOf(SI);
+  uint32_t Loc = locOf(SI, Addr);
   Instruction *Then = guard(SI, Addr);
   IRBuilder<> B(Then);
   if ((Size == 1 || Size == 2 || Size == 4 || Size == 8) &&
@@ -258,7 +349,7 @@ void Tracer::instrumentLoad(LoadInst *LI) {
   if (!(Size == 1 || Size == 2 || Size == 4 || Size == 8) ||
       !valueFitsI64(LI->getType()))
     return;
-  uint32_t Loc = locOf(LI);
+  uint32_t Loc = locOf(LI, Addr);
   Instruction *Next = LI->getNextNode();
   Instruction *Then = guard(Next, Addr);
   IRBuilder<> B(Then);
@@ -317,7 +408,7 @@ void Tracer::instrumentAtomic(Instruction *I, Value *Addr) {
     }
     return;
   }
-  uint32_t Loc = locOf(I);
+  uint32_t Loc = locOf(I, Addr);
   IRBuilder<> B(I);
   Value *Tok = B.CreateCall(FAtomicBegin, {Addr});
   B.SetInsertPoint(I->getNextNode());
@@ -347,7 +438,7 @@ void Tracer::instrumentMem(CallBase *CB) {
     ++NumSkippedLocal;
     return;
   }
-  uint32_t Loc = locOf(CB);
+  uint32_t Loc = locOf(CB, Dst);
   Instruction *Then = guard(CB, Dst);
   IRBuilder<> B(Then);
   Value *Len = B.CreateZExtOrTrunc(CB->getArgOperand(2), I64);

@@ -243,7 +243,7 @@ def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
     src = tmp_path / "scratch.c"
     src.write_text(SCRATCH_C)
     exe = tmp_path / "scratch"
-    r = run("cc", "--trace", "--trace-loads", "-O1", str(src), "-o", str(exe))
+    r = run("cc", "--trace", "--trace-loads", "-O1", "-g", str(src), "-o", str(exe))
     assert r.returncode == 0, r.stderr
     line = next(i for i, t in enumerate(SCRATCH_C.splitlines(), 1) if "r->scratch = 9" in t)
     out = {}
@@ -259,3 +259,8 @@ def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
     assert every.returncode == 1, every.stdout
     flagged = [ln for ln in every.stdout.splitlines() if "can be lost while" in ln]
     assert flagged and all(f"scratch.c:{line}:" in ln for ln in flagged), every.stdout
+    # built with -g: the locations name the struct fields (rec.scratch lost, rec.flag kept)
+    assert all(
+        " rec.scratch (thread 0)" in ln and " rec.flag (thread 0)" in ln
+        for ln in flagged
+    ), flagged
