@@ -261,6 +261,5 @@ def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
     assert flagged and all(f"scratch.c:{line}:" in ln for ln in flagged), every.stdout
     # built with -g: the locations name the struct fields (rec.scratch lost, rec.flag kept)
     assert all(
-        " rec.scratch (thread 0)" in ln and " rec.flag (thread 0)" in ln
-        for ln in flagged
+        " rec.scratch (thread 0)" in ln and " rec.flag (thread 0)" in ln for ln in flagged
     ), flagged
