@@ -53,20 +53,6 @@ void writeAll(int fd, const void *p, size_t n, off_t off = -1) {
   }
 }
 
-bool readAll(int fd, void *p, size_t n) {
-  char *c = (char *)p;
-  while (n) {
-    ssize_t r = read(fd, c, n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return false;
-    c += r;
-    n -= (size_t)r;
-  }
-  return true;
-}
-
 // The first lines of a log file, for reports.
 std::string head(const std::string &path, size_t maxBytes = 600) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -426,6 +412,20 @@ CheckFn loadCheck(const std::string &lib) {
 }
 
 } // namespace
+
+bool readAll(int fd, void *p, size_t n) {
+  char *c = (char *)p;
+  while (n) {
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
+    c += r;
+    n -= (size_t)r;
+  }
+  return true;
+}
 
 int waitWithTimeout(pid_t pid, double timeout, bool *timedOut) {
   *timedOut = false;

@@ -142,15 +142,9 @@ std::string differingRanges(const Pool &pool, const uint8_t *traced,
   int fd = open(pool.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return "";
-  size_t got = 0;
-  while (got < f.size()) {
-    ssize_t r = pread(fd, f.data() + got, f.size() - got, (off_t)got);
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-  }
+  bool whole = readAll(fd, f.data(), f.size());
   close(fd);
-  if (got != f.size() || pmkit_trace_checksum(f.data(), f.size()) != sum)
+  if (!whole || pmkit_trace_checksum(f.data(), f.size()) != sum)
     return "";
   const uint8_t *b = f.data();
   std::string out;

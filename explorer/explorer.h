@@ -157,6 +157,9 @@ int forkServerMain(int argc, char **argv);
 // Waits for a child (which called setpgid(0, 0)) for at most `timeout`
 // seconds, killing its process group when time runs out; its wait status.
 int waitWithTimeout(pid_t pid, double timeout, bool *timedOut);
+// Reads exactly n bytes from fd (retrying short reads); false at EOF or on
+// an error.
+bool readAll(int fd, void *p, size_t n);
 // Maps an image file at its base and runs a check library on it once.
 int runCheckLib(const std::string &lib, const std::string &image);
 
