@@ -64,6 +64,16 @@ struct Unit {
   uint32_t lb = 0;
   int32_t undPos = -1;
   uint32_t covered = 0; // sampled images that lost it alone
+  // Every raise of lb: (index of the event being applied, new lb), so that
+  // the report, run once the walk is past every point, knows lb at each.
+  std::vector<std::pair<uint32_t, uint32_t>> lbLog;
+  // lb for the images before events[pos].
+  uint32_t lbAt(size_t pos) const {
+    for (size_t i = lbLog.size(); i-- > 0;)
+      if (lbLog[i].first < pos)
+        return lbLog[i].second;
+    return 0;
+  }
 };
 
 // One deviation, as the engine knows it: unit ui keeps k of its n writes.
@@ -100,12 +110,6 @@ struct Failure {
   JobInfo info;
   Result result;
 };
-
-// Locations in the pmkit runtime's own code (libpmkit-trace is compiled
-// with -pmkit-trace-loc-prefix=pmkit:).
-bool isRuntimeLoc(const std::string &loc) {
-  return loc.rfind("pmkit:", 0) == 0;
-}
 
 // A count that may be astronomically large: exact below 10^15.
 std::string approx(double v) {
@@ -249,7 +253,7 @@ public:
     runtimeLoc.assign(T.events.size(), 0);
     for (size_t i = 0; i < T.events.size(); i++) {
       const Event &e = T.events[i];
-      runtimeLoc[i] = isRuntimeLoc(T.locText(e.loc));
+      runtimeLoc[i] = T.inRuntime(e.loc);
       if (e.writes() && !runtimeLoc[i])
         userWrites.push_back((uint32_t)i);
     }
@@ -306,7 +310,7 @@ private:
     uint64_t images = 0;
     size_t pos = 0;
   };
-  std::map<std::pair<uint32_t, uint32_t>, Violation> violations;
+  std::map<std::pair<std::string, std::string>, Violation> violations;
   uint64_t nonRobust = 0, robustChecked = 0, wholeImage = 0;
   // The 8-byte words the checker read, sorted: a write it did not read
   // does not count, even when it shares a unit (a cache line under
@@ -333,9 +337,11 @@ private:
     uint64_t images = 0;
     uint32_t lostEv = 0, keptEv = NONE_EV;
   };
-  std::map<std::pair<uint32_t, uint32_t>, FailGroup> failGroups;
+  std::map<std::pair<std::string, std::string>, FailGroup> failGroups;
   void groupFailure(const JobInfo &info);
   std::string programSite(size_t pos) const;
+  std::string place(uint32_t loc) const;
+  std::string groupKey(uint32_t loc, uint32_t ev) const;
   uint32_t culprit(const Failure &f);
   void robustDuplicate(uint64_t h, const JobInfo &info);
   void robustResult(const JobInfo &info, const Result &r);
@@ -393,6 +399,7 @@ private:
         for (uint32_t j = u.lb; j < cnt; j++)
           durQueue.push_back(u.hist[j].ev);
       u.lb = cnt;
+      u.lbLog.push_back({(uint32_t)at, cnt});
       setUnd(ui);
     }
   }
@@ -451,7 +458,7 @@ void Engine::apply(size_t i) {
         continue;
       auto [it, fresh] = index.try_emplace(a, (uint32_t)units.size());
       if (fresh)
-        units.push_back(Unit{a, {}, {}, 0, -1, 0});
+        units.push_back(Unit{a, {}, {}, 0, -1, 0, {}});
       uint32_t ui = it->second;
       Unit &u = units[ui];
       uint64_t lo = std::max(a, e.addr), hi = std::min(a + U, e.addr + len);
@@ -476,8 +483,10 @@ void Engine::apply(size_t i) {
       // caches.
       if (e.kind == PMKIT_EV_NTSTORE && M->ntWaitsForFence())
         pending[e.tid].push_back({ui, (uint32_t)u.hist.size()});
-      else if (!M->volatileCaches())
+      else if (!M->volatileCaches()) {
         u.lb = (uint32_t)u.hist.size();
+        u.lbLog.push_back({(uint32_t)at, u.lb});
+      }
       setUnd(ui);
     }
     if (e.kind == PMKIT_EV_RMW)
@@ -509,8 +518,8 @@ void Engine::apply(size_t i) {
           if (c.kind != PMKIT_EV_CALL || runtimeLoc[j] ||
               c.addr < s.pool->base || c.addr - s.pool->base >= s.pool->size)
             continue;
-          calls += std::string(n++ ? ", " : "") + T.locText(c.loc) +
-                   " (thread " + std::to_string(c.tid) + ", pointer pool " +
+          calls += std::string(n++ ? ", " : "") + place(c.loc) + " (thread " +
+                   std::to_string(c.tid) + ", pointer pool " +
                    std::to_string(s.pool->id) + "+" +
                    hex(c.addr - s.pool->base) + ")";
         }
@@ -1118,7 +1127,7 @@ void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
   nonRobust++;
   const Event &a = T.events[lost.first], &b = T.events[kept.first];
   auto key =
-      std::make_pair(a.loc ? a.loc : lost.first, b.loc ? b.loc : kept.first);
+      std::make_pair(groupKey(a.loc, lost.first), groupKey(b.loc, kept.first));
   auto [it, fresh] =
       violations.try_emplace(key, Violation{lost.first, kept.first});
   if (fresh)
@@ -1254,8 +1263,8 @@ void Engine::robustResult(const JobInfo &info, const Result &r) {
 
 std::string Engine::violationText(const Violation &v) const {
   const Event &a = T.events[v.lostEv], &b = T.events[v.keptEv];
-  std::string A = T.locText(a.loc) + " (thread " + std::to_string(a.tid) + ")";
-  std::string B = T.locText(b.loc) + " (thread " + std::to_string(b.tid) + ")";
+  std::string A = place(a.loc) + " (thread " + std::to_string(a.tid) + ")";
+  std::string B = place(b.loc) + " (thread " + std::to_string(b.tid) + ")";
   if (v.lostEv == v.keptEv)
     return "the " + std::string(kindName(a.kind)) + " of " +
            std::to_string(a.length()) + " bytes at " + A +
@@ -1300,7 +1309,7 @@ std::string Engine::describeJob(const JobInfo &info) const {
   const Event &e = T.events[ev];
   return "in the middle of event " + std::to_string(ev) + " of " +
          std::to_string(T.events.size()) + ": " + kindName(e.kind) + " of " +
-         std::to_string(e.length()) + " bytes at " + T.locText(e.loc) +
+         std::to_string(e.length()) + " bytes at " + place(e.loc) +
          " (thread " + std::to_string(e.tid) + ")";
 }
 
@@ -1310,21 +1319,23 @@ std::string Engine::describePoint(size_t pos) const {
   const Event &e = T.events[pos];
   return "before event " + std::to_string(pos) + " of " +
          std::to_string(T.events.size()) + ": " + kindName(e.kind) + " at " +
-         T.locText(e.loc) + " (thread " + std::to_string(e.tid) + ")";
+         place(e.loc) + " (thread " + std::to_string(e.tid) + ")";
 }
 
 // Minimises a failure's lost writes (delta debugging): tries putting back
 // chunks of the lost units, halving the chunks when none can go, then each
 // unit alone, then each remaining unit's earlier writes one at a time (keep
-// more of it); at most 256 checks. The arp model only tries images closed
-// under its persist order.
+// more of it); at most 256 checks. Not under the arp model (see below).
 void Engine::minimise(Failure &f) {
+  // The arp model's closure (close()) works on the walk's state at the
+  // crash point, and the walk is past every point by now: a "minimal" image
+  // it no longer closes could be one the model does not allow. Its
+  // failures are shown as found, closed when they were generated.
+  if (PO)
+    return;
   std::vector<Choice> cs = f.info.choices;
   unsigned budget = 256;
   auto fails = [&](const std::vector<Choice> &trial) {
-    std::vector<Choice> closed(trial);
-    if (PO && close(closed)) // keeping that breaks the persist order
-      return false;
     if (!budget)
       return false;
     budget--;
@@ -1399,7 +1410,7 @@ uint32_t Engine::culprit(const Failure &f) {
         if (it == index.end())
           continue;
         const Unit &u = units[it->second];
-        for (uint32_t j = u.lb; j < u.hist.size(); j++)
+        for (uint32_t j = u.lbAt(f.info.pos); j < u.hist.size(); j++)
           if (u.hist[j].ev == later[i]) {
             auto [kt, fresh] = k.try_emplace(it->second, j);
             if (!fresh)
@@ -1444,26 +1455,48 @@ void Engine::groupFailure(const JobInfo &info) {
     if (kept.first != NONE_EV && kept > lost)
       keptEv = kept.first;
   }
-  auto locOf = [&](uint32_t ev) {
-    return ev == NONE_EV ? 0u : T.events[ev].loc;
+  auto keyOf = [&](uint32_t ev) {
+    return ev == NONE_EV ? std::string() : groupKey(T.events[ev].loc, ev);
   };
   auto [it, fresh] =
-      failGroups.try_emplace({locOf(lostEv), locOf(keptEv)}, FailGroup{});
+      failGroups.try_emplace({keyOf(lostEv), keyOf(keptEv)}, FailGroup{});
   if (fresh)
     it->second.lostEv = lostEv, it->second.keptEv = keptEv;
   it->second.images++;
 }
 
-// Where in the program a crash point inside the pmkit runtime was reached:
-// the latest event of the same thread at a location of the program.
+// Where a user looks for an event: the first frame of its call stack in
+// the program's code, and the innermost frame when that is pmkit's own
+// ("t.c:30:5 via pmkit:runtime/core/flush.c:171").
+std::string Engine::place(uint32_t loc) const {
+  std::string user = T.userText(loc), inner = T.locText(loc);
+  return user == inner ? user : user + " via " + inner;
+}
+
+// What groups failures and violations: the event's source line in the
+// program, without the field it names (one line writing rec.v[5] and
+// rec.v[6] is one group); the event itself when it has no location.
+std::string Engine::groupKey(uint32_t loc, uint32_t ev) const {
+  if (!loc)
+    return "#" + std::to_string(ev);
+  std::string u = T.userText(loc);
+  return u.substr(0, u.find(' '));
+}
+
+// Where in the program a crash point inside the pmkit runtime was reached,
+// for a trace without call stacks (format 3 and older, or calls nested too
+// deep): the latest event of the same thread at a location of the program.
+// With a call stack, place() names it and this returns "".
 std::string Engine::programSite(size_t pos) const {
   if (pos >= T.events.size() || !runtimeLoc[pos])
+    return "";
+  if (const Trace::Site *st = T.site(T.events[pos].loc); st && st->user)
     return "";
   uint32_t tid = T.events[pos].tid;
   for (size_t i = pos, steps = 0; i-- > 0 && steps < 1000000; steps++) {
     const Event &e = T.events[i];
     if (e.tid == tid && e.loc && !runtimeLoc[i])
-      return T.locText(e.loc);
+      return T.userText(e.loc);
   }
   return "";
 }
@@ -1587,21 +1620,49 @@ int Engine::run() {
   progress(true);
   advance(T.events.size());
 
-  // Minimise the first failures and show those that differ in what was
-  // lost (by source location).
-  std::set<std::vector<uint32_t>> shownSigs;
+  // Minimise failures and show those that differ in what was lost (the
+  // program's source lines). Distinct bugs come first: one failure of each
+  // first lost line, then one of each group (first lost write, latest kept
+  // after it), then the rest.
+  std::vector<size_t> order;
+  {
+    std::set<std::string> seenLost;
+    std::set<std::pair<std::string, std::string>> seenGroups;
+    std::vector<size_t> second, rest;
+    for (size_t i = 0; i < failures.size(); i++) {
+      Key lost, kept;
+      std::pair<std::string, std::string> g;
+      if (persistPair(failures[i].info, nullptr, lost, kept))
+        g = {groupKey(T.events[lost.first].loc, lost.first),
+             kept.first == NONE_EV || kept < lost
+                 ? std::string()
+                 : groupKey(T.events[kept.first].loc, kept.first)};
+      bool newGroup = seenGroups.insert(g).second;
+      if (seenLost.insert(g.first).second)
+        order.push_back(i);
+      else
+        (newGroup ? second : rest).push_back(i);
+    }
+    order.insert(order.end(), second.begin(), second.end());
+    order.insert(order.end(), rest.begin(), rest.end());
+  }
+  std::set<std::vector<std::string>> shownSigs;
   std::vector<Failure> shown;
   size_t tried = 0;
-  for (Failure &f : failures) {
+  for (size_t i : order) {
+    Failure &f = failures[i];
     if (shown.size() >= O.maxReports || tried >= 4 * (size_t)O.maxReports)
       break;
     tried++;
     minimise(f);
-    std::vector<uint32_t> sig;
+    std::vector<std::string> sig;
     for (const Choice &c : f.info.choices)
-      for (uint32_t k = c.k; k < c.n; k++)
-        sig.push_back(T.events[units[c.ui].hist[k].ev].loc);
+      for (uint32_t k = c.k; k < c.n; k++) {
+        uint32_t ev = units[c.ui].hist[k].ev;
+        sig.push_back(groupKey(T.events[ev].loc, ev));
+      }
     std::sort(sig.begin(), sig.end());
+    sig.erase(std::unique(sig.begin(), sig.end()), sig.end());
     if (shownSigs.insert(sig).second)
       shown.push_back(f);
   }
@@ -1735,14 +1796,20 @@ void Engine::report(double secs) {
     const Failure &f = failures[i];
     std::string op = operationAt(f.info.pos);
     std::string site = programSite(f.info.torn ? f.info.pos - 1 : f.info.pos);
+    const size_t at = f.info.torn ? f.info.pos - 1 : f.info.pos;
+    std::string stack =
+        at < T.events.size() ? T.stackText(T.events[at].loc) : "";
     printf("\nFAIL %zu: crash %s%s%s\n", i + 1, describeJob(f.info).c_str(),
            site.empty() ? "" : (", reached from " + site).c_str(),
            op.empty() ? "" : (", during " + op).c_str());
+    if (stack.find(" <- ") != std::string::npos)
+      printf("  call stack: %s\n", stack.c_str());
     printf("  lost writes (a minimal set; every other write before the crash "
            "persisted):\n");
     js += std::string(i ? "," : "") +
           "\n    {\"position\": " + std::to_string(f.info.pos) +
           ", \"crash_point\": " + jsonStr(describeJob(f.info)) +
+          ", \"call_stack\": " + jsonStr(stack) +
           ", \"operation\": " + jsonStr(op) + ", \"lost\": [";
     bool firstLost = true;
     for (const Choice &c : f.info.choices) {
@@ -1759,11 +1826,12 @@ void Engine::report(double secs) {
         if (e.kind != PMKIT_EV_MEMSET && !e.data && e.size <= 8)
           val = " = " + hex(e.arg);
         printf("    %s  thread %u  %s of %llu bytes at %s%s\n",
-               T.locText(e.loc).c_str(), e.tid, kindName(e.kind),
+               place(e.loc).c_str(), e.tid, kindName(e.kind),
                (unsigned long long)e.length(), where.c_str(), val.c_str());
         js += std::string(firstLost ? "" : ", ") +
               "{\"event\": " + std::to_string(pc.ev) +
-              ", \"loc\": " + jsonStr(T.locText(e.loc)) +
+              ", \"loc\": " + jsonStr(T.userText(e.loc)) +
+              ", \"stack\": " + jsonStr(T.stackText(e.loc)) +
               ", \"thread\": " + std::to_string(e.tid) +
               ", \"kind\": " + jsonStr(kindName(e.kind)) +
               ", \"addr\": " + jsonStr(where) +
@@ -1780,7 +1848,7 @@ void Engine::report(double secs) {
              "fails too)\n");
     if (uint32_t ev = culprits[i]; ev < DURABLE_EV) {
       const Event &e = T.events[ev];
-      later = T.locText(e.loc) + "  thread " + std::to_string(e.tid) + "  " +
+      later = place(e.loc) + "  thread " + std::to_string(e.tid) + "  " +
               kindName(e.kind) + " of " + std::to_string(e.length()) + " bytes";
       printf("  persisted later, and made the loss matter (losing it too "
              "passes the check):\n    %s\n",
@@ -1811,7 +1879,7 @@ void Engine::report(double secs) {
     if (ev == NONE_EV)
       return std::string("-");
     const Event &e = T.events[ev];
-    return T.locText(e.loc) + " (thread " + std::to_string(e.tid) + ")";
+    return T.userText(e.loc) + " (thread " + std::to_string(e.tid) + ")";
   };
   if (!gs.empty())
     printf("\nfailing images by first lost write -> latest write kept after "
@@ -1858,8 +1926,8 @@ void Engine::report(double secs) {
                (unsigned long long)vs[i]->images, vs[i]->images == 1 ? "" : "s",
                describePoint(vs[i]->pos).c_str());
       js += std::string(i ? ", " : "") + "{\"text\": " + jsonStr(text) +
-            ", \"lost\": " + jsonStr(T.locText(T.events[vs[i]->lostEv].loc)) +
-            ", \"kept\": " + jsonStr(T.locText(T.events[vs[i]->keptEv].loc)) +
+            ", \"lost\": " + jsonStr(T.userText(T.events[vs[i]->lostEv].loc)) +
+            ", \"kept\": " + jsonStr(T.userText(T.events[vs[i]->keptEv].loc)) +
             ", \"images\": " + std::to_string(vs[i]->images) + "}";
     }
     if (vs.size() > 20)

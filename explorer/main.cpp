@@ -294,7 +294,7 @@ void dumpTrace(const Trace &T) {
       what = "len=" + std::to_string(e.length()) +
              (e.size ? " val=" + std::to_string(e.arg) : "");
     printf("%zu t%u %s %s %s %s\n", i, e.tid, kinds[e.kind], where.c_str(),
-           what.c_str(), T.locText(e.loc).c_str());
+           what.c_str(), T.stackText(e.loc).c_str());
   }
 }
 

@@ -295,17 +295,32 @@ void Trace::parse(const uint8_t *d, uint64_t end, const std::string &path) {
         if (q - p < sizeof s)
           throw Error(path + ": partial string record" + at(p));
         memcpy(&s, d + p, sizeof s);
-        if (s.id == 0 || (s.kind != PMKIT_STR_LOC && s.kind != PMKIT_STR_MARK))
+        const uint16_t maxStr =
+            h.version >= 4 ? PMKIT_STR_STACK : PMKIT_STR_MARK;
+        if (s.id == 0 || s.kind < PMKIT_STR_LOC || s.kind > maxStr)
           throw Error(path + ": a string record with id " +
                       std::to_string(s.id) + " and kind " +
                       std::to_string(s.kind) + " (ids are non-zero, kinds " +
-                      "1 location or 2 mark)" + at(p));
+                      "1 location, 2 mark" +
+                      (h.version >= 4 ? ", 3 call stack" : "") + ")" + at(p));
+        const uint64_t so = p;
         p += sizeof s;
         uint64_t pad = (s.len + 7u) & ~7ull;
         if (pad > q - p)
           throw Error(path + ": string runs past its block" + at(p));
-        std::string text((const char *)d + p, s.len);
-        (s.kind == PMKIT_STR_MARK ? marks : locs)[s.id] = text;
+        if (s.kind == PMKIT_STR_STACK) {
+          if (s.len % 4 || s.len == 0 || s.len / 4 > 1 + PMKIT_TRACE_FRAMES)
+            throw Error(path + ": a call stack record of " +
+                        std::to_string(s.len) + " bytes (1 to " +
+                        std::to_string(1 + PMKIT_TRACE_FRAMES) +
+                        " location ids of 4 bytes)" + at(so));
+          std::vector<uint32_t> ids(s.len / 4);
+          memcpy(ids.data(), d + p, s.len);
+          stacks[s.id] = std::move(ids);
+        } else {
+          std::string text((const char *)d + p, s.len);
+          (s.kind == PMKIT_STR_MARK ? marks : locs)[s.id] = text;
+        }
         p += pad;
       }
       break;
@@ -354,6 +369,78 @@ void Trace::parse(const uint8_t *d, uint64_t end, const std::string &path) {
                   std::to_string(events[i].seq) + " (events " +
                   std::to_string(i - 1) + " and " + std::to_string(i) + ")");
   checkPoolEvents(path);
+  resolveSites();
+}
+
+// Whether a frame is in pmkit's code: its runtime ("pmkit:...") or code
+// inlined from its headers (pmkit::atomic of arp.hpp).
+static bool pmkitFrame(const std::string &f) {
+  return f.rfind("pmkit:", 0) == 0 ||
+         f.find("include/pmkit/") != std::string::npos;
+}
+
+// Whether a frame is in a system library's headers (std::atomic, the C++
+// library's algorithms): code the program uses but did not write.
+static bool libraryFrame(const std::string &f) {
+  return f.rfind("/usr/", 0) == 0 ||
+         f.find("/include/c++/") != std::string::npos;
+}
+
+// The frames of every location and stack id, and the first of them in the
+// program's own code.
+void Trace::resolveSites() {
+  auto split = [](const std::string &text, std::vector<std::string> &out) {
+    static const std::string arrow = " <- ";
+    size_t b = 0;
+    for (size_t e; (e = text.find(arrow, b)) != std::string::npos;
+         b = e + arrow.size())
+      out.push_back(text.substr(b, e - b));
+    out.push_back(text.substr(b));
+  };
+  auto textOf = [&](uint32_t id) {
+    if (!id)
+      return std::string("?");
+    auto it = locs.find(id);
+    if (it != locs.end())
+      return it->second;
+    char buf[32];
+    snprintf(buf, sizeof buf, "loc#%08x", id);
+    return std::string(buf);
+  };
+  auto add = [&](uint32_t id, const std::vector<uint32_t> &ids) {
+    Site st;
+    for (size_t i = 0; i < ids.size(); i++) {
+      if (i && !ids[i]) // the recorder cut the stack here
+        st.frames.push_back("...");
+      else
+        split(textOf(ids[i]), st.frames);
+    }
+    // The first frame of the program's own code; else of code it uses;
+    // else the innermost (all of it is pmkit's).
+    auto first = [&](bool (*skip)(const std::string &)) {
+      for (size_t i = 0; i < st.frames.size(); i++)
+        if (st.frames[i] != "?" && st.frames[i] != "..." && !skip(st.frames[i]))
+          return i;
+      return st.frames.size();
+    };
+    st.user = first(
+        [](const std::string &f) { return pmkitFrame(f) || libraryFrame(f); });
+    if (st.user == st.frames.size())
+      st.user = first(pmkitFrame);
+    if (st.user == st.frames.size())
+      st.user = 0;
+    sites_[id] = std::move(st);
+  };
+  for (auto &[id, text] : locs)
+    add(id, {id});
+  for (auto &[id, ids] : stacks)
+    if (!locs.count(id))
+      add(id, ids);
+}
+
+const Trace::Site *Trace::site(uint32_t id) const {
+  auto it = sites_.find(id);
+  return it == sites_.end() ? nullptr : &it->second;
 }
 
 // A POOL block whose payload is [p, q) at byte off; returns the pool's size.
@@ -548,12 +635,28 @@ Trace::~Trace() {
 std::string Trace::locText(uint32_t id) const {
   if (!id)
     return "?";
-  auto it = locs.find(id);
-  if (it != locs.end())
-    return it->second;
+  if (const Site *st = site(id))
+    return st->frames[0];
   char buf[32];
   snprintf(buf, sizeof buf, "loc#%08x", id);
   return buf;
+}
+
+std::string Trace::userText(uint32_t id) const {
+  const Site *st = id ? site(id) : nullptr;
+  return st ? st->frames[st->user] : locText(id);
+}
+
+std::string Trace::stackText(uint32_t id) const {
+  const Site *st = id ? site(id) : nullptr;
+  std::string out;
+  for (size_t i = 0; st && i < st->frames.size(); i++)
+    out += (i ? " <- " : "") + st->frames[i];
+  return st ? out : locText(id);
+}
+
+bool Trace::inRuntime(uint32_t id) const {
+  return locText(id).rfind("pmkit:", 0) == 0;
 }
 
 std::string Trace::markText(uint32_t id) const {

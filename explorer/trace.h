@@ -106,10 +106,28 @@ public:
   std::vector<Event> events; // sorted by seq
   std::vector<Pool> pools;
   std::unordered_map<uint32_t, std::string> locs, marks;
+  // Call stacks: id -> location ids, the event's own first (format 4).
+  std::unordered_map<uint32_t, std::vector<uint32_t>> stacks;
   uint32_t threads = 0;
   bool complete = false; // has an END block
 
+  // An event's place: its frames, innermost first (a location's inlining
+  // chain, then the call sites of its STACK record), and the index of the
+  // first one in the program's own code (0 if all are pmkit's).
+  struct Site {
+    std::vector<std::string> frames;
+    size_t user = 0;
+  };
+  const Site *site(uint32_t id) const; // null: unknown id
+  // The innermost frame of a location or stack id ("?" for 0).
   std::string locText(uint32_t id) const;
+  // The first frame in the program's code (not pmkit's, not a system
+  // header's): where a user looks.
+  std::string userText(uint32_t id) const;
+  // Every frame, "a <- b <- c" ("..." where the recorder cut the stack).
+  std::string stackText(uint32_t id) const;
+  // Whether the innermost frame is in the pmkit runtime ("pmkit:").
+  bool inRuntime(uint32_t id) const;
   std::string markText(uint32_t id) const;
   const Pool *poolOf(uint64_t addr) const;
 
@@ -122,6 +140,8 @@ private:
   void checkAddresses(const std::vector<uint64_t> &offsets,
                       const std::string &name) const;
   void checkPoolEvents(const std::string &name) const;
+  void resolveSites();
+  std::unordered_map<uint32_t, Site> sites_;
 };
 
 // pmkit_trace_checksum of an image whose pages outside `pages` are zero.

@@ -42,12 +42,24 @@ def thread0(seq: int, base: int = BASE) -> list[bytes]:
     ]
 
 
+STACK = 0x5EC0_0001  # a call stack: LOC, called from CALLER and MAIN
+CALLER, MAIN = "kv.c:40:5 <- kv.c:52:3", "pmkit:runtime/x.c:1:1"
+
+
 def small(version: int = tf.VERSION, end: bool = True) -> bytes:
     ev = [tf.event(1, tf.POOL_OPEN, BASE, 0), *thread0(2)]
     if version < 3:
         ev = [e for e in ev if tf.EVENT.unpack_from(e)[4] != tf.CALL]
+    if version >= 4:  # the first store's place is a call stack
+        e = list(tf.EVENT.unpack_from(ev[2]))
+        e[3] = STACK
+        ev[2] = tf.EVENT.pack(*e)
     out = tf.header(version) + tf.pool_block(0, 1, BASE, SIZE, "/dev/shm/kv.pool")
     out += tf.strings_block((tf.STR_LOC, LOC), (tf.STR_MARK, "put"))
+    if version >= 4:
+        out += tf.strings_block((tf.STR_LOC, CALLER), (tf.STR_LOC, MAIN))
+        ids = [tf.str_id(LOC), tf.str_id(MAIN), tf.str_id(CALLER)]
+        out += tf.stacks_block((STACK, ids))
     out += tf.events_block(0, *ev)
     return out + (tf.end_block(len(ev)) if end else b"")
 
@@ -120,6 +132,8 @@ def bad_seeds(good: bytes) -> dict[str, bytes]:
         "bad-flush-kind": tf.patched(good, tf.event_of(good, tf.FLUSH) + tf.EV_AUX, "<H", 7),
         "bad-fence-kind": tf.patched(good, tf.event_of(good, tf.FENCE) + tf.EV_AUX, "<H", 9),
         "bad-end-middle": good + tf.events_block(0, tf.event(500, tf.FENCE, aux=tf.SFENCE)),
+        "bad-stack-len": tf.patched(good, tf.string_of(good, tf.STR_STACK) + 6, "<H", 6),
+        "bad-stack-v3": tf.patched(good, 8, "<I", 3),
     }
 
 
@@ -139,6 +153,7 @@ def main() -> int:
     good = {
         "valid-small": small(),
         "valid-v1": small(version=1),
+        "valid-v3": small(version=3),
         "valid-threads": threads(),
         "valid-reopen": reopen(),
         "incomplete": small(end=False),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""pmkit trace files (include/pmkit/trace_format.h, version 3) in Python: build one block by block,
+"""pmkit trace files (include/pmkit/trace_format.h, version 4) in Python: build one block by block,
 or split one into its blocks and events to change a field. fuzz/make_corpus.py writes the fuzzers'
 seed traces with it; tests/cli/test_trace_input.py damages real traces with it."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-VERSION = 3
+VERSION = 4
 MAGIC = b"PMKTRACE"
 PAGE = 4096
 
@@ -20,7 +20,7 @@ STRING = struct.Struct("<IHH")  # pmkit_trace_string
 END = struct.Struct("<QQ")  # pmkit_trace_end
 
 TB_EVENTS, TB_STRING, TB_POOL, TB_END = 1, 2, 3, 4
-STR_LOC, STR_MARK = 1, 2
+STR_LOC, STR_MARK, STR_STACK = 1, 2, 3
 (STORE, NTSTORE, RMW, MEMSET, FLUSH, FENCE, LOAD, MARK_BEGIN, MARK_END, POOL_OPEN, POOL_CLOSE,
  ACQUIRE, RELEASE, SEQPOINT, CALL) = range(1, 16)  # fmt: skip
 CLFLUSH, CLFLUSHOPT, CLWB = 1, 2, 3
@@ -73,6 +73,15 @@ def strings_block(*records: tuple[int, str]) -> bytes:
     for kind, text in records:
         t = text.encode()
         out += STRING.pack(str_id(text), kind, len(t)) + pad8(t)
+    return block(TB_STRING, out)
+
+
+def stacks_block(*stacks: tuple[int, list[int]]) -> bytes:
+    """STACK records (id, location ids, the event's own first)."""
+    out = b""
+    for sid, ids in stacks:
+        t = struct.pack(f"<{len(ids)}I", *ids)
+        out += STRING.pack(sid, STR_STACK, len(t)) + pad8(t)
     return block(TB_STRING, out)
 
 
@@ -139,6 +148,18 @@ def event_of(data: bytes, kind: int) -> int:
                 if e[4] == kind:
                     return off
     raise LookupError(f"no event of kind {kind}")
+
+
+def string_of(data: bytes, kind: int) -> int:
+    """The offset of the first STRING record of a kind, in file order."""
+    for b in blocks(data):
+        off, end = b.payload, b.payload + b.size
+        while b.kind == TB_STRING and off < end:
+            _, k, n = STRING.unpack_from(data, off)
+            if k == kind:
+                return off
+            off += STRING.size + ((n + 7) & ~7)
+    raise LookupError(f"no string record of kind {kind}")
 
 
 def patched(data: bytes, off: int, fmt: str, value: int) -> bytes:

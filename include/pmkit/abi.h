@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_ABI_VERSION 10u
+#define PMKIT_ABI_VERSION 11u
 
 /* The ABI version the linked runtime implements. Instrumented programs may
  * compare it with PMKIT_ABI_VERSION at start-up. */
@@ -98,6 +98,17 @@ void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
  * are recorded instead as a __pmkit_trace_write of the bytes written, after
  * they return. */
 void __pmkit_trace_call(const void *addr, uint32_t loc);
+/* Call stacks: the pass brackets each call in instrumented code that may
+ * reach instrumented code (not intrinsics, not the C library) with
+ *   d = __pmkit_trace_enter(loc of the call site); call;
+ * __pmkit_trace_leave(d); and a function with invokes takes d =
+ * __pmkit_trace_depth() on entry and calls __pmkit_trace_leave(d) in each
+ * landing pad, so that an exception leaves the stack as deep as the frame that
+ * caught it. The recorder names an event's loc by the STACK record of the
+ * enclosing call sites (trace_format.h). */
+uint32_t __pmkit_trace_enter(uint32_t loc);
+void __pmkit_trace_leave(uint32_t depth);
+uint32_t __pmkit_trace_depth(void);
 /* Source locations of one module: n entries of {id, "file:line:col"},
  * registered by a constructor the pass adds to every module it
  * instruments, also one with no locations (n = 0). */
@@ -317,6 +328,7 @@ enum {
  *      reports every locked atomic on the stack or a global through
  *      __pmkit_trace_atomic_end with token -1, and registers every
  *      instrumented module with __pmkit_trace_locs.
+ *  11  __pmkit_trace_enter/_leave/_depth (call stacks of trace events).
  */
 
 #ifdef __cplusplus

@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define PMKIT_TRACE_VERSION 3u
+#define PMKIT_TRACE_VERSION 4u
 #define PMKIT_TRACE_MAGIC "PMKTRACE" /* 8 bytes, no NUL in the file */
 
 /* Header flags. */
@@ -170,11 +170,27 @@ _Static_assert(sizeof(pmkit_trace_event) == 32, "trace event");
 /* STRING payload: records, each padded to a multiple of 8 bytes. Location
  * strings are "file:line:col" or "function:?" without debug info, text for
  * people: an access through a named struct adds " " and the field as the
- * debug info spells it ("t.c:9:14 rec.in[2].b"); an id is
- * the 32-bit FNV-1a hash of the string (0 is never used). Locations in the
- * pmkit runtime's own code (libpmkit-trace) begin with "pmkit:", so that a
- * reader can tell its writes (allocator, journals) from the program's. */
-enum { PMKIT_STR_LOC = 1, PMKIT_STR_MARK = 2 };
+ * debug info spells it ("t.c:9:14 rec.in[2].b"); code the compiler inlined
+ * adds " <- " and the place it was inlined at, innermost first
+ * ("h.h:4:6 <- t.c:20:3"); an id is the 32-bit FNV-1a hash of the string
+ * (0 is never used). Locations in the pmkit runtime's own code
+ * (libpmkit-trace) begin with "pmkit:", so that a reader can tell its
+ * writes (allocator, journals) from the program's.
+ *
+ * A STACK record (version 4) is a call stack: its text is len / 4 location
+ * ids (uint32_t), the first the place of the event, each next one the call
+ * site of the call the previous one is in, up to PMKIT_TRACE_FRAMES call
+ * sites; a stack deeper than that keeps the innermost PMKIT_TRACE_FRAMES -
+ * 1 call sites and ends with id 0 ("more calls, not recorded"). An
+ * event's loc may name a STACK record instead of a location; a
+ * reader shows the first location outside pmkit's code ("pmkit:", pmkit's
+ * headers) and system headers as the event's place in the program. Its id is
+ * not a hash of its text: readers take it as given. Calls more than
+ * PMKIT_TRACE_DEPTH deep record no stack (the event's loc is then a plain
+ * location). */
+enum { PMKIT_STR_LOC = 1, PMKIT_STR_MARK = 2, PMKIT_STR_STACK = 3 };
+#define PMKIT_TRACE_FRAMES 16u /* call sites in a STACK record, at most */
+#define PMKIT_TRACE_DEPTH 64u  /* calls deep the recorder follows       */
 typedef struct pmkit_trace_string {
   uint32_t id;
   uint16_t kind; /* PMKIT_STR_*                       */
@@ -220,6 +236,9 @@ static inline uint64_t pmkit_trace_checksum(const void *p, uint64_t n) {
  *      mode). Readers accept version 1 traces, which have none.
  *   3  CALL events (uninstrumented calls given a pool pointer). Readers
  *      accept versions 1 and 2, which have none.
+ *   4  STACK string records, named by the loc of events (call stacks),
+ *      and " <- " inlining chains in location strings. Readers accept
+ *      versions 1 to 3, which have neither.
  */
 
 #ifdef __cplusplus

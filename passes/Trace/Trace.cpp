@@ -24,6 +24,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/BinaryFormat/Dwarf.h"
 #include "llvm/IR/Constants.h"
@@ -39,6 +40,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Operator.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/LowerAtomic.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
@@ -114,7 +116,8 @@ private:
   const DataLayout &DL;
   Type *I8, *I16, *I32, *I64, *Ptr, *Void, *IntPtr;
   FunctionCallee FStore, FNTStore, FWrite, FMemset, FLoad, FRead, FFlush,
-      FFence, FAtomicBegin, FAtomicEnd, FLocs, FCall, FStrnlen;
+      FFence, FAtomicBegin, FAtomicEnd, FLocs, FCall, FStrnlen, FEnter, FLeave,
+      FDepth;
   GlobalVariable *Lo = nullptr, *Hi = nullptr;
   // Locations of this module: id -> text, in first-use order.
   SmallVector<std::pair<uint32_t, std::string>, 64> Locs;
@@ -140,6 +143,8 @@ private:
   const Value *instrumentLibWrite(CallBase *CB);
   void instrumentCall(CallBase *CB, const Value *Recorded);
   void emitLocTable();
+  bool mayReachTraced(CallBase *CB, const TargetLibraryInfo &TLI);
+  void bracketCalls(Function &F, ArrayRef<CallBase *> Calls);
 };
 
 void Tracer::declareRuntime() {
@@ -160,6 +165,9 @@ void Tracer::declareRuntime() {
                                      I64, I32, I32, I32);
   FLocs = M.getOrInsertFunction("__pmkit_trace_locs", Void, Ptr, I32);
   FCall = M.getOrInsertFunction("__pmkit_trace_call", Void, Ptr, I32);
+  FEnter = M.getOrInsertFunction("__pmkit_trace_enter", I32, I32);
+  FLeave = M.getOrInsertFunction("__pmkit_trace_leave", Void, I32);
+  FDepth = M.getOrInsertFunction("__pmkit_trace_depth", I32);
   auto Box = [&](StringRef Name) {
     GlobalVariable *G = M.getGlobalVariable(Name);
     if (!G)
@@ -254,17 +262,33 @@ std::string Tracer::fieldOf(Value *Addr) {
   return Out == Name ? "" : Out;
 }
 
+// "file:line:col" of a debug location; "file:? in f" for line 0, a place
+// the compiler merged from several lines (two identical calls).
+static std::string placeOf(const DILocation *L) {
+  StringRef File = L->getFilename();
+  std::string Text = (File.empty() ? StringRef("?") : File).str() + ":";
+  if (!L->getLine()) {
+    const DISubprogram *SP = L->getScope()->getSubprogram();
+    return Text + "? in " + (SP ? SP->getName().str() : std::string("?"));
+  }
+  return Text + std::to_string(L->getLine()) + ":" +
+         std::to_string(L->getColumn());
+}
+
 uint32_t Tracer::locOf(Instruction *I, Value *Addr) {
   std::string Text;
   if (const DILocation *L = I->getDebugLoc().get()) {
-    StringRef File = L->getFilename();
-    Text = (File.empty() ? StringRef("?") : File).str() + ":" +
-           std::to_string(L->getLine()) + ":" + std::to_string(L->getColumn());
+    Text = placeOf(L);
+    if (std::string Field = fieldOf(Addr); !Field.empty())
+      Text += " " + Field;
+    // Code inlined here: where it was inlined, innermost first.
+    for (const DILocation *At = L->getInlinedAt(); At; At = At->getInlinedAt())
+      Text += " <- " + placeOf(At);
   } else {
     Text = I->getFunction()->getName().str() + ":?";
+    if (std::string Field = fieldOf(Addr); !Field.empty())
+      Text += " " + Field;
   }
-  if (std::string Field = fieldOf(Addr); !Field.empty())
-    Text += " " + Field;
   uint32_t Id = fnv1a32(Text);
   if (LocIndex.try_emplace(Id, Locs.size()).second)
     Locs.push_back({Id, std::move(Text)});
@@ -662,6 +686,58 @@ void Tracer::instrumentCall(CallBase *CB, const Value *Recorded) {
   }
 }
 
+// Whether a call may run instrumented code, so that events under it need
+// its call site in their stack: not an intrinsic, inline asm, a recorder
+// hook or a C library function (those run nothing traced; a callback
+// they make, qsort's comparator, loses the call site).
+bool Tracer::mayReachTraced(CallBase *CB, const TargetLibraryInfo &TLI) {
+  if (CB->isInlineAsm() || isa<CallBrInst>(CB))
+    return false;
+  if (auto *CI = dyn_cast<CallInst>(CB); CI && CI->isMustTailCall())
+    return false; // nothing may follow it
+  Function *Callee = CB->getCalledFunction();
+  if (!Callee)
+    return true; // through a pointer: anything
+  LibFunc LF;
+  StringRef N = Callee->getName();
+  return !Callee->isIntrinsic() && !N.startswith("__pmkit_") &&
+         !N.startswith("pmkit.trace.") && !N.startswith("__cxa_") &&
+         !N.startswith("_Unwind_") && !TLI.getLibFunc(*Callee, LF) &&
+         none_of(LibWriters, [&](const LibWriter &L) { return N == L.Name; });
+}
+
+// The call stack of abi.h: each call brackets as
+//   d = __pmkit_trace_enter(site); call; __pmkit_trace_leave(d)
+// A function with invokes takes d = __pmkit_trace_depth() once on entry and
+// also leaves to it in every landing pad: an exception that unwound frames
+// that never left finds the stack as deep as the frame that caught it.
+void Tracer::bracketCalls(Function &F, ArrayRef<CallBase *> Calls) {
+  if (Calls.empty())
+    return;
+  Value *Base = nullptr;
+  if (any_of(Calls, [](CallBase *CB) { return isa<InvokeInst>(CB); })) {
+    IRBuilder<> B(&*F.getEntryBlock().getFirstInsertionPt());
+    Base = B.CreateCall(FDepth, {}, "pmkit.depth");
+  }
+  SmallPtrSet<BasicBlock *, 8> Done;
+  for (CallBase *CB : Calls) {
+    IRBuilder<> B(CB);
+    Value *D = B.CreateCall(FEnter, {B.getInt32(locOf(CB))});
+    if (Base)
+      D = Base;
+    if (auto *II = dyn_cast<InvokeInst>(CB)) {
+      for (BasicBlock *BB : {II->getNormalDest(), II->getUnwindDest()})
+        if (Done.insert(BB).second && BB->getFirstInsertionPt() != BB->end()) {
+          IRBuilder<> A(&*BB->getFirstInsertionPt());
+          A.CreateCall(FLeave, {Base});
+        }
+    } else {
+      IRBuilder<> A(CB->getNextNode());
+      A.CreateCall(FLeave, {D});
+    }
+  }
+}
+
 // Registers the module's locations with a constructor -- also when it has
 // none, so that the runtime knows an instrumented module is in the process
 // (PMKIT_CRASH_POINTS=stores needs one).
@@ -693,16 +769,22 @@ void Tracer::emitLocTable() {
 
 bool Tracer::run() {
   declareRuntime();
+  TargetLibraryInfoImpl TLII(Triple(M.getTargetTriple()));
   bool Changed = false;
   for (Function &F : M) {
     if (F.isDeclaration() || F.getName().startswith("__pmkit_trace_") ||
         F.getName().startswith("pmkit.trace."))
       continue;
     SmallVector<Instruction *, 64> Work;
-    for (Instruction &I : instructions(F))
+    SmallVector<CallBase *, 16> Calls;
+    TargetLibraryInfo TLI(TLII, &F);
+    for (Instruction &I : instructions(F)) {
       if (isa<StoreInst>(I) || isa<LoadInst>(I) || isa<AtomicRMWInst>(I) ||
           isa<AtomicCmpXchgInst>(I) || isa<FenceInst>(I) || isa<CallBase>(I))
         Work.push_back(&I);
+      if (auto *CB = dyn_cast<CallBase>(&I); CB && mayReachTraced(CB, TLI))
+        Calls.push_back(CB);
+    }
     for (Instruction *I : Work) {
       if (auto *SI = dyn_cast<StoreInst>(I)) {
         instrumentStore(SI);
@@ -791,6 +873,7 @@ bool Tracer::run() {
       }
       Changed = true;
     }
+    bracketCalls(F, Calls);
     Changed |= !Work.empty();
   }
   emitLocTable();

@@ -78,6 +78,17 @@ static struct {
 /* Ids of strings already written (open addressing; 0 = empty). */
 #define SEEN_SLOTS 65536u
 static _Atomic uint32_t seen[SEEN_SLOTS];
+static _Atomic uint32_t nseen;
+
+/* The thread's call stack (abi.h): frames[i] is the call site of the call
+ * at depth i, hashes[i + 1] a hash of frames[0..i], so that an event's
+ * STACK id costs one mix. Deeper than PMKIT_TRACE_DEPTH, depth still
+ * counts but nothing is recorded. */
+static __thread uint32_t depth __attribute__((tls_model("initial-exec")));
+static __thread uint32_t frames[PMKIT_TRACE_DEPTH]
+    __attribute__((tls_model("initial-exec")));
+static __thread uint32_t hashes[PMKIT_TRACE_DEPTH + 1]
+    __attribute__((tls_model("initial-exec")));
 
 static void write_all(const void *p, size_t n) {
   const char *c = p;
@@ -243,6 +254,10 @@ static inline void store_point(const void *addr) {
     pmk_crash_tick();
 }
 
+static uint32_t site(uint32_t loc);
+static size_t put_string(char *buf, size_t cap, uint32_t id, uint16_t kind,
+                         const char *text, size_t len);
+
 static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
                    uint16_t aux, uint32_t loc) {
   struct tbuf *t;
@@ -252,7 +267,7 @@ static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
   e->seq = next_seq();
   e->addr = (uint64_t)(uintptr_t)addr;
   e->arg = arg;
-  e->loc = loc;
+  e->loc = site(loc);
   e->kind = kind;
   e->size = size;
   e->aux = aux;
@@ -298,7 +313,7 @@ void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
     b->seq = next_seq();
     b->addr = (uint64_t)(uintptr_t)addr;
     b->arg = len;
-    b->loc = loc;
+    b->loc = site(loc);
     b->kind = PMKIT_EV_STORE;
     memcpy(b + 1, src, len);
     write_block(PMKIT_TB_EVENTS, t->blk.tid, tmp,
@@ -310,7 +325,7 @@ void __pmkit_trace_write(void *addr, const void *src, uint64_t len,
   e->seq = next_seq();
   e->addr = (uint64_t)(uintptr_t)addr;
   e->arg = len;
-  e->loc = loc;
+  e->loc = site(loc);
   e->kind = PMKIT_EV_STORE;
   e->size = 0;
   e->aux = 0;
@@ -432,7 +447,8 @@ static uint32_t str_id(const char *s, size_t n) {
   return h ? h : 1;
 }
 
-/* Mark an id as written; 1 if it was new. */
+/* Mark an id as written; 1 if it was new, 0 if it was there, -1 if the
+ * table is full (the reader then shows the id instead of the text). */
 static int seen_add(uint32_t id) {
   for (uint32_t i = 0; i < SEEN_SLOTS; i++) {
     _Atomic uint32_t *s = &seen[(id + i) & (SEEN_SLOTS - 1)];
@@ -441,13 +457,73 @@ static int seen_add(uint32_t id) {
       return 0;
     if (cur == 0) {
       uint32_t zero = 0;
-      if (atomic_compare_exchange_strong(s, &zero, id))
+      if (atomic_compare_exchange_strong(s, &zero, id)) {
+        atomic_fetch_add_explicit(&nseen, 1, memory_order_relaxed);
         return 1;
+      }
       if (zero == id)
         return 0;
     }
   }
-  return 0; /* table full: the reader shows the id instead of the text */
+  return -1;
+}
+
+static inline uint32_t mix(uint32_t h, uint32_t v) {
+  h ^= v;
+  h *= 16777619u;
+  return h ^ (h >> 15);
+}
+
+uint32_t __pmkit_trace_enter(uint32_t loc) {
+  uint32_t d = depth;
+  if (!active)
+    return d;
+  if (d < PMKIT_TRACE_DEPTH) {
+    frames[d] = loc;
+    hashes[d + 1] = mix(hashes[d], loc);
+  }
+  depth = d + 1;
+  return d;
+}
+
+void __pmkit_trace_leave(uint32_t d) { depth = d; }
+uint32_t __pmkit_trace_depth(void) { return depth; }
+
+/* What an event at loc records as its location: the id of the STACK record
+ * of loc and the call sites around it, written the first time it is seen;
+ * loc itself outside any call, deeper than the recorder follows, or once
+ * the table of written ids is three quarters full (ids of stacks must not
+ * crowd out the locations). */
+static uint32_t site(uint32_t loc) {
+  uint32_t d = depth;
+  if (!d || d > PMKIT_TRACE_DEPTH)
+    return loc;
+  uint32_t id = mix(hashes[d] ^ 0x5bd1e995u, loc);
+  id = id ? id : 1;
+  /* Most events repeat a stack already written: one probe finds it. */
+  if (atomic_load_explicit(&seen[id & (SEEN_SLOTS - 1)],
+                           memory_order_relaxed) == id)
+    return id;
+  if (atomic_load_explicit(&nseen, memory_order_relaxed) > SEEN_SLOTS / 4 * 3)
+    return loc;
+  int fresh = seen_add(id);
+  if (fresh < 0)
+    return loc;
+  if (fresh) {
+    uint32_t ids[1 + PMKIT_TRACE_FRAMES], n = 0;
+    ids[n++] = loc;
+    /* Cut: the last call sites that fit, then 0 for the rest. */
+    uint32_t keep = d <= PMKIT_TRACE_FRAMES ? d : PMKIT_TRACE_FRAMES - 1;
+    for (uint32_t i = d; i-- > d - keep;)
+      ids[n++] = frames[i];
+    if (keep < d)
+      ids[n++] = 0;
+    char buf[sizeof(pmkit_trace_string) + sizeof ids + 8];
+    size_t w = put_string(buf, sizeof buf, id, PMKIT_STR_STACK,
+                          (const char *)ids, n * sizeof ids[0]);
+    write_block(PMKIT_TB_STRING, 0, buf, w);
+  }
+  return id;
 }
 
 /* Appends one STRING record to buf (capacity cap); returns bytes used. */
@@ -485,7 +561,7 @@ void __pmkit_trace_locs(const struct __pmkit_trace_loc *locs, uint32_t n) {
   if (!buf)
     return;
   for (uint32_t i = 0; i < n; i++) {
-    if (!seen_add(locs[i].id))
+    if (seen_add(locs[i].id) <= 0)
       continue;
     size_t len = strlen(locs[i].text);
     size_t w = put_string(buf + used, cap - used, locs[i].id, PMKIT_STR_LOC,
@@ -507,7 +583,7 @@ static void mark(uint8_t kind, const char *name) {
     return;
   size_t len = strlen(name);
   uint32_t id = str_id(name, len);
-  if (seen_add(id)) {
+  if (seen_add(id) > 0) {
     char buf[4096 + 16];
     size_t w = put_string(buf, sizeof buf, id, PMKIT_STR_MARK, name, len);
     write_block(PMKIT_TB_STRING, 0, buf, w);

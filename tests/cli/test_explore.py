@@ -236,6 +236,134 @@ int main(int argc, char **argv) {
 """
 
 
+def failing_report(run, shm, tmp_path, name, source, *args):
+    """Builds `source` (a program taking POOL, or `check POOL`) traced at -O1, explores it with
+    its check mode as the checker, expects a failure and returns the JSON report."""
+    src = tmp_path / name
+    src.write_text(source)
+    exe = tmp_path / src.stem
+    r = run(
+        "c++" if name.endswith(".cpp") else "cc", "--trace", "-O1", "-g", str(src), "-o", str(exe)
+    )
+    assert r.returncode == 0, r.stderr
+    pool = shm / f"{src.stem}.pool"
+    pool.unlink(missing_ok=True)
+    out = explore(
+        run, *args, "--json", str(tmp_path / "r.json"), "--save-dir", str(tmp_path / "f"),
+        "--check", f"{exe} check {{pool}}", "--", str(exe), str(pool),
+    )  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    return json.loads((tmp_path / "r.json").read_text())
+
+
+STACK_CPP = r"""
+#include <pmkit/pmkit.h>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+struct rec { long a; std::atomic<long> ready; };
+__attribute__((noinline)) void thrower(int x) { if (x) throw std::runtime_error("x"); }
+__attribute__((noinline)) void deep(int n, int x) { if (n) deep(n - 1, x); else thrower(x); }
+static inline void set_ready(rec *r) {
+  r->ready.store(1, std::memory_order_release);  // SITE ready
+  pmkit_persist(&r->ready, sizeof r->ready);  // SITE persist
+}
+__attribute__((noinline)) void publish(rec *r) {
+  r->a = 7;  // SITE lost
+  try { deep(5, 1); } catch (const std::exception &) {}
+  set_ready(r);  // SITE call
+}
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  rec *r;
+  if (argc == 3) {  // check POOL
+    if (pmkit_pool_open(argv[2], 0, &p) || pmkit_root(p, sizeof *r, (void **)&r)) return 2;
+    return r->ready.load() && r->a != 7;
+  }
+  if (pmkit_pool_create(argv[1], 2 << 20, 0, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 2;
+  publish(r);  // SITE main
+  return pmkit_pool_close(p);
+}
+"""
+
+
+def test_failure_names_the_call_stack_in_the_program(run, shm, tmp_path):
+    """A crash point inside the runtime (the fence of pmkit_persist) is reported at the
+    program's call of it, with the program's call stack: through an inlined helper, a
+    non-inlined caller and main, and nothing left over from the frames an exception unwound
+    before it (they never returned normally). The flag that published the lost write is named
+    as persisted later (it can still be lost at that fence), at the program's line, not in
+    the std::atomic header it went through."""
+    lines = STACK_CPP.splitlines()
+    site = {t.split("// SITE ")[1]: i for i, t in enumerate(lines, 1) if "// SITE " in t}
+    rep = failing_report(run, shm, tmp_path, "stack.cpp", STACK_CPP, "--model", "x86")
+    stacks = {f["call_stack"] for f in rep["failures"]}
+    assert len(stacks) == 1, stacks
+    frames = stacks.pop().split(" <- ")
+    user = [f.split(" ")[0].rsplit(":", 1)[0] for f in frames if not f.startswith("pmkit:")]
+    want = [f"stack.cpp:{site[k]}" for k in ("persist", "call", "main")]
+    assert [u.rsplit("/", 1)[-1] for u in user] == want, frames
+    assert frames[0].startswith("pmkit:runtime/"), frames  # the fence itself
+    assert {f["crash_point"].split(": ", 1)[1].split(" via ")[0] for f in rep["failures"]} == {
+        f"fence at {frames[len(frames) - len(user)]}"
+    }
+    lost = {
+        (w["loc"].split(" ")[0].rsplit(":", 1)[0].rsplit("/", 1)[-1], w["stack"])
+        for f in rep["failures"]
+        for w in f["lost"]
+    }
+    assert {w for w, _ in lost} == {f"stack.cpp:{site['lost']}"}, lost
+    assert all(s.split(" <- ")[1:] == [frames[-1]] for _, s in lost), lost
+    ready = f"stack.cpp:{site['ready']}:"
+    assert all(ready in f["persisted_later"] for f in rep["failures"]), rep["failures"]
+    groups = {
+        (g["lost"].rsplit("/", 1)[-1], g["kept"].rsplit("/", 1)[-1]) for g in rep["failure_groups"]
+    }
+    assert groups == {(f"stack.cpp:{site['lost']}:8 (thread 0)", f"{ready}12 (thread 0)")}, groups
+
+
+MULTI_C = r"""
+#include <pmkit/pmkit.h>
+struct rec { long d[5]; long pad[16]; long f[5]; };
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  struct rec *r;
+  if (argc == 3) {
+    if (pmkit_pool_open(argv[2], 0, &p) || pmkit_root(p, sizeof *r, (void **)&r)) return 2;
+    for (int i = 0; i < 5; i++)
+      if (r->f[i] && r->d[i] != i + 1) return 1;
+    return 0;
+  }
+  if (pmkit_pool_create(argv[1], 2 << 20, 0, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 2;
+  r->d[0] = 1; r->f[0] = 1; pmkit_persist(&r->f[0], 8);  // BUG
+  r->d[1] = 2; r->f[1] = 1; pmkit_persist(&r->f[1], 8);  // BUG
+  r->d[2] = 3; r->f[2] = 1; pmkit_persist(&r->f[2], 8);  // BUG
+  r->d[3] = 4; r->f[3] = 1; pmkit_persist(&r->f[3], 8);  // BUG
+  r->d[4] = 5; r->f[4] = 1; pmkit_persist(&r->f[4], 8);  // BUG
+  return pmkit_pool_close(p);
+}
+"""
+
+
+def test_each_bug_gets_a_report(run, shm, tmp_path):
+    """Five independent lost writes: the five reports --max-reports 5 allows name five
+    different lost lines (the failures of one bug outnumber the last one's 16 to 1), each with
+    the flag that published it as the write persisted later."""
+    bugs = [i for i, t in enumerate(MULTI_C.splitlines(), 1) if "// BUG" in t]
+    rep = failing_report(run, shm, tmp_path, "multi.c", MULTI_C, "--max-reports", "5")
+    shown = [
+        (
+            {w["loc"].rsplit("/", 1)[-1] for w in f["lost"]},
+            f["persisted_later"].split("  ")[0].rsplit("/", 1)[-1],
+        )
+        for f in rep["failures"]
+    ]
+    assert shown == [({f"multi.c:{b}:11"}, f"multi.c:{b}:24 rec.f[{i}]".replace("[0]", ""))
+                     for i, b in enumerate(bugs)], shown  # fmt: skip
+
+
 def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
     """Under x86-line a unit is a whole line, but an unflushed write the checker never reads
     makes no image non-robust, even when the checker reads another word of its line; read, it

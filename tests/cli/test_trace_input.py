@@ -118,6 +118,11 @@ MALFORMED = {
         "unknown fence kind 4",
     ),
     "sync-flags": (fence_as_seqpoint, "unknown sync flags"),
+    "stack-length": (
+        lambda d: tf.patched(d, tf.string_of(d, tf.STR_STACK) + 6, "<H", 2),
+        "a call stack record of 2 bytes",
+    ),
+    "stack-in-version-3": (lambda d: tf.patched(d, 8, "<I", 3), "kind 3 (ids are non-zero"),
     "pool-open": (
         lambda d: tf.patched(d, tf.event_of(d, tf.POOL_OPEN) + tf.EV_ARG, "<Q", 5),
         "matches no POOL block",
