@@ -103,16 +103,25 @@ def tool(name: str) -> str:
 
 
 def whole_program_commands(
-    cmd: list[str], robust: list[str], trace: bool, loads: bool, work: str, mode: str = "robust"
+    cmd: list[str], trace: bool, loads: bool, work: str, mode: str = "robust"
 ) -> list[list[str]]:
     """The commands that build `cmd` (a linking clang command with the plugin) as one module:
-    each source to bitcode, llvm-link, opt with the mode's passes, llc, and the final link."""
+    each source to bitcode, llvm-link, opt with the mode's passes, llc, and the final link.
+    Every "-mllvm -pmkit-..." option of `cmd` (the mode's and the user's own) goes to opt, where
+    the passes run (opt refuses one it does not know); other -mllvm options stay with the
+    compiles."""
     clang, args = cmd[0], cmd[1:]
     plugin_flags = [a for a in args if a.startswith(("-fpass-plugin=", "-fplugin="))]
     args = [a for a in args if a not in plugin_flags]
-    kept, i = [], 0
-    while i < len(args):  # "-mllvm X" pairs: the plugin's options go to opt below
-        if args[i] == "-mllvm":
+    handled = ("-pmkit-trace", "-pmkit-trace-loads")  # the pass list and `loads` below
+    kept, pmkit_opts, i = [], [], 0
+    while i < len(args):
+        if args[i] == "-mllvm" and i + 1 < len(args):
+            o = args[i + 1]
+            if not o.startswith("-pmkit-"):
+                kept += args[i : i + 2]
+            elif o not in handled and not o.startswith("-pmkit-mode=") and o not in pmkit_opts:
+                pmkit_opts.append(o)
             i += 2
             continue
         kept.append(args[i])
@@ -139,7 +148,7 @@ def whole_program_commands(
     cmds.append([tool("llvm-link-16"), *bcs, "-o", linked])
     cmds.append(
         [tool("opt-16"), f"-load-pass-plugin={plugin}", f"-passes={passes}",
-         "-internalize-public-api-list=main", *robust,
+         "-internalize-public-api-list=main", *pmkit_opts,
          *(["-pmkit-trace-loads"] if loads else []), linked, "-o", done]
     )  # fmt: skip
     cmds.append([tool("llc-16"), "-O2", "-filetype=obj", "-relocation-model=pic", done, "-o", obj])
@@ -280,7 +289,7 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     if not any(a in NO_LINK for a in rest):
         libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")
         cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}", lib, "-lpthread"]
-    wp = {"robust": robust, "trace": trace, "loads": loads, "mode": mode} if whole else None
+    wp = {"trace": trace, "loads": loads, "mode": mode} if whole else None
     if wp and not p.plugin:
         raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
     return cmd, dry, wp
@@ -293,9 +302,7 @@ def run(argv: list[str], cxx: bool) -> int:
     cmd, dry, wp = parse(argv, cxx)
     if wp is not None:
         with tempfile.TemporaryDirectory(prefix="pmkit-cc-") as work:
-            for c in whole_program_commands(
-                cmd, wp["robust"], wp["trace"], wp["loads"], work, wp["mode"]
-            ):
+            for c in whole_program_commands(cmd, wp["trace"], wp["loads"], work, wp["mode"]):
                 if dry:
                     print(" ".join(c))
                 elif subprocess.run(c).returncode:

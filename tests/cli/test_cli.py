@@ -208,3 +208,38 @@ def test_cc_robust_whole_program_sees_across_files(run, shm, tmp_path):
     assert any("fill.c:3:" in ln and "pmkit_root" in ln for ln in reports["whole"])
     r = run("cc", "--mode=robust", "--whole-program", "-c", srcs[0])
     assert r.returncode == 2 and "drop -c" in r.stderr
+
+
+PACKED_C = """#include <pmkit/pmkit.h>
+struct __attribute__((packed)) rec { int a; long v; };
+void set(struct rec *r, long v) { r->v = v; }
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  struct rec *r;
+  if (pmkit_pool_create(argv[1], 2 << 20, 0, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 2;
+  set(r, 5);
+  return pmkit_pool_close(p);
+}
+"""
+
+
+@pytest.mark.parametrize("shape", ["per-file", "whole-program"])
+def test_cc_passes_every_pmkit_option_on(run, tmp_path, shape):
+    """A -mllvm -pmkit-* option given to pmkit cc reaches the pass in both build shapes: the
+    robust pass splits the packed 8-byte store (the report says so) unless told
+    -pmkit-robust-no-split. An option the passes do not know is an error in both."""
+    src = tmp_path / "packed.c"
+    src.write_text(PACKED_C)
+    shape_args = ["--whole-program"] if shape == "whole-program" else []
+    base = ["cc", "--mode=robust", "--report", *shape_args, "-O1", str(src), "-o"]
+    split = run(*base, str(tmp_path / "a"))
+    assert split.returncode == 0, split.stderr
+    assert "packed.c:3: split the 8-byte store aligned to 1" in split.stderr, split.stderr
+    kept = run(*base, str(tmp_path / "b"), "-mllvm", "-pmkit-robust-no-split")
+    assert kept.returncode == 0, kept.stderr
+    assert "split the" not in kept.stderr, kept.stderr
+    bad = run(*base, str(tmp_path / "c"), "-mllvm", "-pmkit-no-such-option")
+    assert bad.returncode != 0 and "Unknown command line argument '-pmkit-no-such-option'" in (
+        bad.stderr
+    ), bad.stderr
