@@ -20,6 +20,16 @@
 extern "C" {
 #endif
 
+/* The functions marked PMKIT_NOTHROW neither throw nor call back into the
+ * program, so a C++ caller needs no landing pad around them (and robust
+ * mode's --strip-existing removes a plain call). pmkit_recover is not:
+ * it re-executes the program's failure-atomic functions. */
+#ifdef __cplusplus
+#define PMKIT_NOTHROW __attribute__((__nothrow__))
+#else
+#define PMKIT_NOTHROW
+#endif
+
 /* ---- errors ------------------------------------------------------------ */
 
 enum {
@@ -41,9 +51,9 @@ enum {
 };
 
 /* The last error message of the calling thread ("" if none). Never NULL. */
-const char *pmkit_errormsg(void);
+PMKIT_NOTHROW const char *pmkit_errormsg(void);
 /* A short constant name for an error code, e.g. "PMKIT_E_BUSY". */
-const char *pmkit_strerror(int err);
+PMKIT_NOTHROW const char *pmkit_strerror(int err);
 
 /* ---- pools --------------------------------------------------------------- */
 
@@ -67,39 +77,40 @@ typedef struct pmkit_pool_opts {
  * map it. Fails with PMKIT_E_EXIST if the file exists, PMKIT_E_TOOSMALL below
  * PMKIT_POOL_MIN_SIZE. The file appears at `path` only once fully initialised.
  * `opts` may be NULL. */
-int pmkit_pool_create(const char *path, size_t size,
-                      const pmkit_pool_opts *opts, pmkit_pool **out);
+PMKIT_NOTHROW int pmkit_pool_create(const char *path, size_t size,
+                                    const pmkit_pool_opts *opts,
+                                    pmkit_pool **out);
 
 /* Open an existing pool at the address recorded in its header. Validates the
  * header (magic, version, checksum, size, layout) and takes an exclusive
  * flock: a pool is open at most once at a time. Bumps the run generation, so
  * PM locks held by a crashed run are released, and finishes allocator
  * journals left by a crash. */
-int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
-                    pmkit_pool **out);
+PMKIT_NOTHROW int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
+                                  pmkit_pool **out);
 
 /* Unmap and unlock. Other threads must have stopped using the pool. */
-int pmkit_pool_close(pmkit_pool *pool);
+PMKIT_NOTHROW int pmkit_pool_close(pmkit_pool *pool);
 
 /* Base address, usable size in bytes, and run generation of an open pool. */
-void *pmkit_pool_base(const pmkit_pool *pool);
-size_t pmkit_pool_size(const pmkit_pool *pool);
-uint64_t pmkit_pool_generation(const pmkit_pool *pool);
+PMKIT_NOTHROW void *pmkit_pool_base(const pmkit_pool *pool);
+PMKIT_NOTHROW size_t pmkit_pool_size(const pmkit_pool *pool);
+PMKIT_NOTHROW uint64_t pmkit_pool_generation(const pmkit_pool *pool);
 
 /* 1 if addr lies inside any open pool, else 0. A few loads: see also the
  * inline bounding-box test in pmkit/abi.h used by instrumentation. */
-int pmkit_in_pool(const void *addr);
+PMKIT_NOTHROW int pmkit_in_pool(const void *addr);
 /* The open pool containing addr, or NULL. */
-pmkit_pool *pmkit_pool_of(const void *addr);
+PMKIT_NOTHROW pmkit_pool *pmkit_pool_of(const void *addr);
 
 /* The root object: allocated zeroed on first call with `size` bytes, the same
  * object afterwards. PMKIT_E_INVAL if an existing root is smaller than size.
  * Creating the root is failure-atomic. */
-int pmkit_root(pmkit_pool *pool, size_t size, void **out);
+PMKIT_NOTHROW int pmkit_root(pmkit_pool *pool, size_t size, void **out);
 
 /* Pool offset <-> pointer, for programs that store offsets. */
-uint64_t pmkit_off(const pmkit_pool *pool, const void *p);
-void *pmkit_ptr(const pmkit_pool *pool, uint64_t off);
+PMKIT_NOTHROW uint64_t pmkit_off(const pmkit_pool *pool, const void *p);
+PMKIT_NOTHROW void *pmkit_ptr(const pmkit_pool *pool, uint64_t off);
 
 typedef struct pmkit_pool_info {
   uint32_t layout_version;
@@ -114,12 +125,12 @@ typedef struct pmkit_pool_info {
 } pmkit_pool_info;
 
 /* Fill `info` with statistics from the pool's persistent metadata. */
-int pmkit_pool_stat(pmkit_pool *pool, pmkit_pool_info *info);
+PMKIT_NOTHROW int pmkit_pool_stat(pmkit_pool *pool, pmkit_pool_info *info);
 
 /* Walk all persistent metadata and validate it (header, chunk table, bitmaps,
  * context slots and their journals). Returns 0 if consistent, else
  * PMKIT_E_CORRUPT with the first problem in pmkit_errormsg(). */
-int pmkit_pool_check(pmkit_pool *pool);
+PMKIT_NOTHROW int pmkit_pool_check(pmkit_pool *pool);
 
 typedef struct pmkit_gc_stats {
   uint64_t blocks_live, blocks_freed, bytes_freed;
@@ -134,7 +145,8 @@ typedef struct pmkit_gc_stats {
  * pointers included) keeps that block alive; with PMKIT_GC_OFFSETS, so does
  * a word holding a pool offset inside one. The pool must not be in use by
  * other threads. `stats` may be NULL. */
-int pmkit_pool_gc(pmkit_pool *pool, unsigned flags, pmkit_gc_stats *stats);
+PMKIT_NOTHROW int pmkit_pool_gc(pmkit_pool *pool, unsigned flags,
+                                pmkit_gc_stats *stats);
 
 /* ---- persistence domain and flushes ------------------------------------ */
 
@@ -149,19 +161,19 @@ typedef enum {
 /* The domain in effect: PMKIT_DOMAIN (adr|eadr) from the environment, ADR by
  * default; builds with -DPMKIT_FORCE_EADR report EADR whatever the
  * environment says (see pmkit_flush below). */
-pmkit_domain_t pmkit_domain(void);
+PMKIT_NOTHROW pmkit_domain_t pmkit_domain(void);
 /* The flush instruction in use: the best the CPU offers (clwb > clflushopt >
  * clflush) unless PMKIT_FLUSH names another; NONE under eADR. */
-pmkit_flush_t pmkit_flush_kind(void);
-const char *pmkit_flush_name(pmkit_flush_t k);
+PMKIT_NOTHROW pmkit_flush_t pmkit_flush_kind(void);
+PMKIT_NOTHROW const char *pmkit_flush_name(pmkit_flush_t k);
 
 /* Write back the cache lines covering [addr, addr+len). No-op under eADR. */
-void pmkit_flush(const void *addr, size_t len);
+PMKIT_NOTHROW void pmkit_flush(const void *addr, size_t len);
 /* Order: every earlier flush completes before any later store persists.
  * Under eADR only a compiler barrier. A crash point (see below). */
-void pmkit_fence(void);
+PMKIT_NOTHROW void pmkit_fence(void);
 /* pmkit_flush + pmkit_fence. */
-void pmkit_persist(const void *addr, size_t len);
+PMKIT_NOTHROW void pmkit_persist(const void *addr, size_t len);
 
 /* ---- allocator ------------------------------------------------------------
  */
@@ -173,16 +185,18 @@ void pmkit_persist(const void *addr, size_t len);
  * publish the block only after a fence, as its contents require anyway.
  * Inside a failure-atomic section (pmkit_fase_begin) allocations are
  * journaled and replay-deterministic. Returns PMKIT_E_NOMEM when full. */
-int pmkit_alloc(pmkit_pool *pool, size_t size, void **out);
-/* As pmkit_alloc, with the contents zeroed and flushed. */
-int pmkit_zalloc(pmkit_pool *pool, size_t size, void **out);
+PMKIT_NOTHROW int pmkit_alloc(pmkit_pool *pool, size_t size, void **out);
+/* As pmkit_alloc, with the contents zeroed; the zeros and the allocation
+ * are durable (flushed and fenced) when it returns, so the block may be
+ * published at once. */
+PMKIT_NOTHROW int pmkit_zalloc(pmkit_pool *pool, size_t size, void **out);
 /* Release a block. The caller must durably unpublish it first (store, flush,
  * fence). Detects pointers that are not live blocks (PMKIT_E_INVAL) such as
  * double frees. Inside a failure-atomic section the free is deferred until
  * the section commits. NULL is accepted and ignored. */
-int pmkit_free(pmkit_pool *pool, void *p);
+PMKIT_NOTHROW int pmkit_free(pmkit_pool *pool, void *p);
 /* Usable size of a live block, 0 for anything else. */
-size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
+PMKIT_NOTHROW size_t pmkit_usable_size(pmkit_pool *pool, const void *p);
 
 /* ---- persistent thread contexts ----------------------------------------- */
 
@@ -204,39 +218,41 @@ typedef enum {
  * lowest slot not claimed in this run and with no work in flight), the same
  * slot for the rest of the thread's life. Slot ids are stable across runs:
  * what a slot holds persists. PMKIT_E_NOSPC when all slots are claimed. */
-int pmkit_ctx_get(pmkit_pool *pool, pmkit_ctx **out);
+PMKIT_NOTHROW int pmkit_ctx_get(pmkit_pool *pool, pmkit_ctx **out);
 /* Claim slot `id` for the calling thread, e.g. to recover its work.
  * PMKIT_E_BUSY if another thread of this run holds it. Release with
  * pmkit_ctx_release. */
-int pmkit_ctx_adopt(pmkit_pool *pool, unsigned id, pmkit_ctx **out);
+PMKIT_NOTHROW int pmkit_ctx_adopt(pmkit_pool *pool, unsigned id,
+                                  pmkit_ctx **out);
 /* Give a claimed slot back (called automatically at thread exit). */
-int pmkit_ctx_release(pmkit_ctx *ctx);
-unsigned pmkit_ctx_id(const pmkit_ctx *ctx);
-pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *ctx);
+PMKIT_NOTHROW int pmkit_ctx_release(pmkit_ctx *ctx);
+PMKIT_NOTHROW unsigned pmkit_ctx_id(const pmkit_ctx *ctx);
+PMKIT_NOTHROW pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *ctx);
 /* Slot `id` state without claiming it: for recovery to enumerate work. */
-int pmkit_ctx_peek(pmkit_pool *pool, unsigned id, pmkit_ctx_state *state);
+PMKIT_NOTHROW int pmkit_ctx_peek(pmkit_pool *pool, unsigned id,
+                                 pmkit_ctx_state *state);
 /* PMKIT_CTX_EXT_WORDS persistent words a runtime may own (index by the
  * PMKIT_EXT_* slot of include/pmkit/abi.h). Pool-relative offsets stored here
  * are treated as roots by pmkit_pool_gc. */
-uint64_t *pmkit_ctx_ext(pmkit_ctx *ctx);
+PMKIT_NOTHROW uint64_t *pmkit_ctx_ext(pmkit_ctx *ctx);
 
 /* Failure-atomic sections (for runtimes, not applications): the allocation
  * journal. Between begin and commit, pmkit_alloc/pmkit_free on the same
  * thread are journaled: frees are deferred to commit; after a crash, a
  * section re-executed under pmkit_fase_replay gets exactly the blocks the
  * interrupted execution got, in the same order. */
-int pmkit_fase_begin(pmkit_ctx *ctx, uint64_t tag);
+PMKIT_NOTHROW int pmkit_fase_begin(pmkit_ctx *ctx, uint64_t tag);
 /* Start re-executing the interrupted section of an ACTIVE slot. */
-int pmkit_fase_replay(pmkit_ctx *ctx);
+PMKIT_NOTHROW int pmkit_fase_replay(pmkit_ctx *ctx);
 /* Commit: one ordered store makes the section done, then deferred frees are
  * applied (a crash before they are durable leaks their blocks). */
-int pmkit_fase_commit(pmkit_ctx *ctx);
+PMKIT_NOTHROW int pmkit_fase_commit(pmkit_ctx *ctx);
 /* Give up the section of an ACTIVE slot: its journaled allocations are
  * released, its deferred frees dropped, and the slot becomes IDLE. For
  * runtimes that roll a section back instead of re-executing it. */
-int pmkit_fase_abort(pmkit_ctx *ctx);
+PMKIT_NOTHROW int pmkit_fase_abort(pmkit_ctx *ctx);
 /* The tag passed to pmkit_fase_begin of the section in flight. */
-uint64_t pmkit_fase_tag(const pmkit_ctx *ctx);
+PMKIT_NOTHROW uint64_t pmkit_fase_tag(const pmkit_ctx *ctx);
 
 /* ---- recovery, clobber and ssapp modes (runtime/clobber, runtime/ssapp) --
  * Recover the failure-atomic sections a crash interrupted in `pool`.
@@ -264,7 +280,7 @@ typedef struct pmkit_clobber_stats {
   uint64_t replays;   /* FASEs re-executed by recovery                    */
   uint64_t rollbacks; /* logs rolled back by recovery                     */
 } pmkit_clobber_stats;
-int pmkit_clobber_stats_get(pmkit_clobber_stats *out);
+PMKIT_NOTHROW int pmkit_clobber_stats_get(pmkit_clobber_stats *out);
 
 /* The clobber-mode FASE a crash left in flight in context slot `slot` of
  * `pool`, looked at before pmkit_recover handles it: a checker can then
@@ -281,8 +297,8 @@ typedef struct pmkit_clobber_inflight {
   unsigned nargs;
   uint64_t args[32];
 } pmkit_clobber_inflight;
-int pmkit_clobber_inflight_get(pmkit_pool *pool, unsigned slot,
-                               pmkit_clobber_inflight *out);
+PMKIT_NOTHROW int pmkit_clobber_inflight_get(pmkit_pool *pool, unsigned slot,
+                                             pmkit_clobber_inflight *out);
 
 /* ---- ssapp mode: words that FASEs update with atomic RMWs -----------------
  * A FASE compiled in ssapp mode tags every 64-bit word it updates with an
@@ -311,12 +327,12 @@ typedef struct __attribute__((aligned(8))) pmkit_rwlock {
   uint32_t gen;
 } pmkit_rwlock;
 
-void pmkit_mutex_lock(pmkit_mutex *m);
-int pmkit_mutex_trylock(pmkit_mutex *m); /* 0 or PMKIT_E_BUSY */
-void pmkit_mutex_unlock(pmkit_mutex *m);
-void pmkit_rwlock_rdlock(pmkit_rwlock *l);
-void pmkit_rwlock_wrlock(pmkit_rwlock *l);
-void pmkit_rwlock_unlock(pmkit_rwlock *l);
+PMKIT_NOTHROW void pmkit_mutex_lock(pmkit_mutex *m);
+PMKIT_NOTHROW int pmkit_mutex_trylock(pmkit_mutex *m); /* 0 or PMKIT_E_BUSY */
+PMKIT_NOTHROW void pmkit_mutex_unlock(pmkit_mutex *m);
+PMKIT_NOTHROW void pmkit_rwlock_rdlock(pmkit_rwlock *l);
+PMKIT_NOTHROW void pmkit_rwlock_wrlock(pmkit_rwlock *l);
+PMKIT_NOTHROW void pmkit_rwlock_unlock(pmkit_rwlock *l);
 
 /* ---- crash points -------------------------------------------------------
  * Crash points are places where a runtime lets an emulated power failure
@@ -333,9 +349,9 @@ void pmkit_rwlock_unlock(pmkit_rwlock *l);
 #define PMKIT_CRASH_EXIT 86 /* exit status of an emulated power failure */
 
 /* Count one crash point; may not return. */
-void pmkit_crash_point(void);
+PMKIT_NOTHROW void pmkit_crash_point(void);
 /* Crash points passed so far in this process. */
-uint64_t pmkit_crash_count(void);
+PMKIT_NOTHROW uint64_t pmkit_crash_count(void);
 
 /* ---- tracing and crash-state exploration ---------------------------------
  * A program built with `pmkit cc --trace` and linked with libpmkit-trace
@@ -346,17 +362,17 @@ uint64_t pmkit_crash_count(void);
 /* Mark the start / end of a named operation (e.g. "put"). The explorer
  * names crash points by the operation they interrupt and can restrict
  * exploration to one (--mark NAME). `name` is copied; marks may nest. */
-void pmkit_mark_begin(const char *name);
-void pmkit_mark_end(const char *name);
+PMKIT_NOTHROW void pmkit_mark_begin(const char *name);
+PMKIT_NOTHROW void pmkit_mark_end(const char *name);
 /* 1 if this process is recording a trace, else 0. */
-int pmkit_tracing(void);
+PMKIT_NOTHROW int pmkit_tracing(void);
 
 /* Register a pool image already mapped at its base address (the explorer's
  * in-process checker maps each crash image this way). Validates the header
  * like pmkit_pool_open, then recovers as open does (new run generation,
  * allocator journals finished). pmkit_pool_close unregisters it and leaves
  * the mapping alone. */
-int pmkit_pool_attach(void *base, pmkit_pool **out);
+PMKIT_NOTHROW int pmkit_pool_attach(void *base, pmkit_pool **out);
 
 /* The entry point an in-process checker library exports (`pmkit explore
  * --check-lib LIB`): called in a fresh child process with the crash image

@@ -294,8 +294,16 @@ bool Robustifier::strip(Function &F) {
   for (Instruction &I : instructions(F))
     if (isExistingPersistOp(I) && I.use_empty())
       Dead.push_back(&I);
-  for (Instruction *I : Dead)
+  for (Instruction *I : Dead) {
+    // An invoke (a pmkit_persist in a C++ scope with a destructor, of a
+    // header that does not say it cannot throw) ends its block: in its
+    // place, the branch it takes when it returns.
+    if (auto *II = dyn_cast<InvokeInst>(I)) {
+      BranchInst::Create(II->getNormalDest(), II);
+      II->getUnwindDest()->removePredecessor(II->getParent());
+    }
     I->eraseFromParent();
+  }
   NumStripped += Dead.size();
   return !Dead.empty();
 }

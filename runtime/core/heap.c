@@ -671,8 +671,12 @@ int pmkit_zalloc(pmkit_pool *p, size_t size, void **out) {
   int r = pmkit_alloc(p, size, out);
   if (r)
     return r;
+  /* Durable before the caller can publish it: a store of the pointer may
+   * come with no fence of the caller's own in between (robust mode's base
+   * setting fences after that store), and the zeros must not be lost while
+   * it persists. The fence also drains the allocation's write-back. */
   memset(*out, 0, size);
-  pmkit_flush(*out, size);
+  pmkit_persist(*out, size);
   return 0;
 }
 
