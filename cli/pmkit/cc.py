@@ -136,12 +136,15 @@ def whole_program_commands(
         raise UsageError("--whole-program needs source files")
     link_only = ("-l", "-L", "-Wl,", "-pthread", "-static")
     compile_flags = [a for a in kept if a not in sources and not a.startswith(link_only)]
+    for x in [i for i, a in enumerate(compile_flags) if a == "-x"][::-1]:  # per source below
+        del compile_flags[x : x + 2]
     link_flags = [a for a in kept if a.startswith(link_only)]
     plugin = plugin_flags[0].split("=", 1)[1]
     bcs, cmds = [], []
     for n, src in enumerate(sources):
         bc = os.path.join(work, f"{n}-{os.path.basename(src)}.bc")
-        cmds.append([clang, *compile_flags, "-emit-llvm", "-c", src, "-o", bc])
+        lang = ["-x", "c"] if src.endswith(".c") else []  # C, also for pmkit c++
+        cmds.append([clang, *compile_flags, "-emit-llvm", "-c", *lang, src, "-o", bc])
         bcs.append(bc)
     linked, done, obj = (os.path.join(work, f) for f in ("linked.bc", "robust.bc", "prog.o"))
     passes = f"internalize,pmkit-annotations,pmkit-{mode}" + (",pmkit-trace" if trace else "")
@@ -154,6 +157,29 @@ def whole_program_commands(
     cmds.append([tool("llc-16"), "-O2", "-filetype=obj", "-relocation-model=pic", done, "-o", obj])
     cmds.append([clang, obj, *link_flags, "-o", output])
     return cmds
+
+
+# Options whose value is the next argument (so that argument is not an input file).
+VALUE_OPTIONS = {
+    "-o", "-I", "-L", "-l", "-D", "-U", "-u", "-T", "-x", "-MF", "-MT", "-MQ", "-include",
+    "-isystem", "-iquote", "-idirafter", "-Xlinker", "-Xclang", "-mllvm", "-arch", "-target",
+}  # fmt: skip
+
+
+def c_sources_as_c(args: list[str]) -> list[str]:
+    """`args` with each .c input given as `-x c FILE`, and `-x none` after it when more inputs
+    follow (clang warns about a `-x none` after the last input)."""
+    inputs = [
+        i for i, a in enumerate(args)
+        if a[:1] != "-" and (i == 0 or args[i - 1] not in VALUE_OPTIONS)
+    ]  # fmt: skip
+    out: list[str] = []
+    for i, a in enumerate(args):
+        if i in inputs and a.endswith(".c"):
+            out += ["-x", "c", a] + (["-x", "none"] if i != inputs[-1] else [])
+        else:
+            out.append(a)
+    return out
 
 
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
@@ -239,6 +265,11 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
             raise UsageError(f"unknown option {a}")
         else:
             rest.append(a)
+    if mode == "wpp":
+        raise UsageError(
+            "whole-process persistence builds with 'pmkit wpp cc' (or CC=\"pmkit wpp cc\"), "
+            "not --mode=wpp: see docs/modes/wpp.md"
+        )
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
     if MODES[mode] is None:
@@ -272,19 +303,29 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
     if trace and not (p.plugin and p.tracelibdir):
         raise paths.EnvError("--trace needs the pass plugin and libpmkit-trace: build with passes")
     cmd = [compiler(cxx)]
-    if p.plugin:
+    # A command that only links compiles nothing: no pass runs, and clang would warn that
+    # the -mllvm options went unused.
+    compiles = any(
+        a == "-" or a.startswith("-x") or (a.endswith(SOURCE_SUFFIXES) and a[0] != "-")
+        for a in rest
+    )
+    if p.plugin and compiles:
         cmd += [f"-fpass-plugin={p.plugin}", f"-fplugin={p.plugin}"]
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
         for o in robust:
             cmd += ["-mllvm", o]
         if report and not any(a.startswith("-g") for a in rest):
             cmd += ["-gline-tables-only"]  # the report's file:line
-    if trace:
+    if trace and compiles:
         # Debug info gives the explorer's reports their file:line.
         cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])
         if not any(a.startswith("-g") for a in rest):
             cmd += ["-g"]
     cmd += [f"-I{p.include}"]
+    if cxx and not any(a.startswith("-x") for a in rest):
+        # `pmkit c++` compiles a .c file as C (clang++ would take it for C++, deprecated);
+        # `-x c++` asks for C++.
+        rest = c_sources_as_c(rest)
     cmd += rest
     if not any(a in NO_LINK for a in rest):
         libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")

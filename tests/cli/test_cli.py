@@ -29,7 +29,7 @@ def test_help_and_version(run):
         (["pool", "create"], "required"),
         (["pool", "create", "/dev/shm/x", "--size", "lots"], "bad size"),
         (["cc", "--mode=bogus", "x.c"], "unknown mode"),
-        (["cc", "--mode=wpp", "x.c"], "not available"),
+        (["cc", "--mode=wpp", "x.c"], "builds with 'pmkit wpp cc'"),
         (["cc", "--mode=arp", "--arp-lowering=tso", "x.c"], "unknown arp lowering"),
         (["cc", "--arp-lowering=scp", "x.c"], "needs --mode=arp"),
         (["cc", "--mode=ssapp", "--ssapp-fence=mfence", "x.c"], "unknown ssapp fence"),
@@ -243,3 +243,27 @@ def test_cc_passes_every_pmkit_option_on(run, tmp_path, shape):
     assert bad.returncode != 0 and "Unknown command line argument '-pmkit-no-such-option'" in (
         bad.stderr
     ), bad.stderr
+
+
+C_ONLY = """int class = 1; /* a C identifier, a C++ keyword */
+int main(void) { return class - 1; }
+"""
+
+
+def test_cc_friction(run, tmp_path):
+    """`pmkit c++` compiles a .c file as C unless -x c++ asks for C++ (in either build
+    shape); a command that only links gets no pass options, so clang does not warn that they
+    went unused."""
+    src = tmp_path / "k.c"
+    src.write_text(C_ONLY)
+    for shape in ([], ["--mode=robust", "--whole-program"]):
+        r = run("c++", *shape, str(src), "-o", str(tmp_path / "k"))
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+        assert subprocess.run([str(tmp_path / "k")]).returncode == 0
+    r = run("c++", "-x", "c++", str(src), "-o", str(tmp_path / "k2"))
+    assert r.returncode != 0 and "class" in r.stderr, r.stderr
+    obj = tmp_path / "k.o"
+    assert run("cc", "--mode=robust", "-c", str(src), "-o", str(obj)).returncode == 0
+    for extra in ([], ["--trace"]):
+        r = run("cc", "--mode=robust", *extra, str(obj), "-o", str(tmp_path / "k3"))
+        assert r.returncode == 0 and r.stderr == "", r.stderr
