@@ -314,8 +314,8 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
         for o in robust:
             cmd += ["-mllvm", o]
-        if report and not any(a.startswith("-g") for a in rest):
-            cmd += ["-gline-tables-only"]  # the report's file:line
+        if mode != "none" and not any(a.startswith("-g") for a in rest):
+            cmd += ["-gline-tables-only"]  # file:line in the mode's messages and report
     if trace and compiles:
         # Debug info gives the explorer's reports their file:line.
         cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])

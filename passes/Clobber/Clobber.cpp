@@ -496,7 +496,7 @@ bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
     return true;
   }
   diag(&CB,
-       "FASE " + Owner.getName() + " calls external function '" + N +
+       "FASE " + pmkit::displayName(Owner) + " calls external function '" + N +
            "' with unknown side effects: re-execution after a crash would "
            "repeat them. Make its source part of the build, or allow it "
            "with -pmkit-clobber-allow=" +
@@ -942,7 +942,7 @@ void ClobberInstrumenter::instrumentWrites(Function &F) {
       cast<GlobalVariable>(M.getOrInsertGlobal("__pmkit_pool_hi", I64));
 
   if (ReportOpt)
-    errs() << DEBUG_TYPE ": " << F.getName() << '\n';
+    errs() << DEBUG_TYPE ": " << pmkit::displayName(F) << '\n';
   for (auto &[W, Why] : Writes) {
     if (ReportOpt) {
       errs() << DEBUG_TYPE ":   " << pmkit::sourceLoc(W.I) << ": "
@@ -1013,7 +1013,7 @@ void ClobberInstrumenter::instrumentFase(Function &F) {
   DenseMap<unsigned, std::pair<unsigned, bool>> Bufs;
   std::string Bad;
   if (!declaredBufs(F, Bufs, Bad)) {
-    Ctx.emitError("pmkit-clobber: FASE " + F.getName() +
+    Ctx.emitError("pmkit-clobber: FASE " + pmkit::displayName(F) +
                   ": PMKIT_FASE_IN/SCRATCH(" + Bad +
                   ") must name a pointer parameter and an integer "
                   "parameter, counting from 1");
@@ -1056,8 +1056,8 @@ void ClobberInstrumenter::instrumentFase(Function &F) {
       std::string S;
       raw_string_ostream OS(S);
       T->print(OS);
-      Ctx.emitError("pmkit-clobber: FASE " + F.getName() + ": parameter " +
-                    Twine(No + 1) + " of type " + S +
+      Ctx.emitError("pmkit-clobber: FASE " + pmkit::displayName(F) +
+                    ": parameter " + Twine(No + 1) + " of type " + S +
                     " cannot be logged for re-execution (pass it by "
                     "pointer)");
       Failed = true;
@@ -1125,7 +1125,7 @@ void ClobberInstrumenter::checkLocks(Function &F) {
     if (!Taken) {
       ++NumLockWarnings;
       diag(Rel,
-           "FASE " + F.getName() +
+           "FASE " + pmkit::displayName(F) +
                " releases a lock it did not take: FASEs must follow strict "
                "two-phase locking (take locks inside the FASE, release "
                "them after it returns)",
@@ -1189,7 +1189,7 @@ void ClobberInstrumenter::checkCallers(Function &F) {
     for (unsigned No : Needed)
       if (No < CB->arg_size() && isa<UndefValue>(CB->getArgOperand(No)))
         diag(CB,
-             "argument " + Twine(No + 1) + " of FASE " + F.getName() +
+             "argument " + Twine(No + 1) + " of FASE " + pmkit::displayName(F) +
                  " was optimised away (the FASE never reads it) but "
                  "recovery needs it: compile with clobber mode from the "
                  "start (pmkit cc --mode=clobber), or run pmkit-annotations "

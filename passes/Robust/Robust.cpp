@@ -282,7 +282,7 @@ void Robustifier::warnUnmodeled(Function &F) {
     if (!Dst || (Dst->getType()->isPointerTy() && !PA.mayBePM(Dst)))
       continue;
     errs() << DEBUG_TYPE << ": warning: " << sourceLoc(&I) << ": "
-           << Callee->getName()
+           << displayName(*Callee)
            << " may write PM in a way robust mode does not model: its "
               "writes are not written back (write them back yourself, "
               "or write PM with plain stores or memcpy)\n";

@@ -720,7 +720,7 @@ void Planner::transferCall(CallBase &CB, State &S) {
       S.clear();
     return;
   }
-  std::string Name = Callee ? origin(Callee)->getName().str()
+  std::string Name = Callee ? displayName(*cast<Function>(origin(Callee)))
                             : std::string("an indirect call");
   // (A defined callee not planned yet: the fixpoint's optimistic start.)
   const Summary *Sp = Defined ? (Ctx ? Ctx : summaryOf(Callee)) : nullptr;
@@ -837,7 +837,7 @@ void Planner::transfer(Instruction &I, State &S) {
       fenceIfPending(S, I,
                      std::string(isa<ResumeInst>(I) ? "unwinding out of "
                                                     : "return from ") +
-                         F->getName().str() +
+                         displayName(*F) +
                          ", which code outside the module may call");
     }
     if (Emit) {

@@ -262,7 +262,7 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
   };
   Function *Owner = CB.getFunction();
   if (isa<InvokeInst>(CB) || isa<CallBrInst>(CB))
-    return Bad("FASE " + Owner->getName() +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
                " may throw or jump out of a call: exceptions and asm goto "
                "cannot be resumed");
   if (auto *II = dyn_cast<IntrinsicInst>(&CB)) {
@@ -285,7 +285,7 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
         II->getIntrinsicID() == Intrinsic::lifetime_end ||
         !II->mayReadOrWriteMemory())
       return CallClass::Ignore;
-    return Bad("FASE " + Owner->getName() + " uses intrinsic " +
+    return Bad("FASE " + pmkit::displayName(*Owner) + " uses intrinsic " +
                II->getCalledFunction()->getName() +
                ", which ssapp mode does not handle");
   }
@@ -294,13 +294,13 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
     pmkit::AsmEffect E = pmkit::asmEffect(IA->getAsmString());
     if (E.Fence || IA->getAsmString().empty())
       return CallClass::Fence; // a fence, or a compiler barrier
-    return Bad("FASE " + Owner->getName() +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
                " contains inline assembly, whose effect on memory ssapp "
                "mode cannot know");
   }
   Function *G = CB.getCalledFunction();
   if (!G)
-    return Bad("FASE " + Owner->getName() +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
                " makes an indirect call: ssapp mode must see every callee");
   StringRef N = G->getName();
   if (G == Owner)
@@ -308,10 +308,11 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
                " calls itself: a recursive FASE cannot be "
                "inlined, and FASEs cannot nest");
   if (G->hasFnAttribute(Attribute::ReturnsTwice))
-    return Bad("FASE " + Owner->getName() + " calls " + N +
+    return Bad("FASE " + pmkit::displayName(*Owner) + " calls " + N +
                " (setjmp-like): a second return cannot be resumed");
   if (G->isVarArg())
-    return Bad("FASE " + Owner->getName() + " calls variadic function " + N +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
+               " calls variadic function " + N +
                ": its arguments cannot be kept across a crash");
   if (N == "pmkit_alloc" || N == "pmkit_zalloc")
     return CallClass::Alloc;
@@ -323,11 +324,12 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
   if (N == "pmkit_free")
     return CallClass::Idempotent; // -> __pmkit_ssapp_free
   if (N == "pmkit_mutex_trylock")
-    return Bad("FASE " + Owner->getName() +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
                " calls pmkit_mutex_trylock: its outcome cannot be replayed "
                "after a crash; take the lock with pmkit_mutex_lock");
   if (pmkit::isLockAcquire(N) || pmkit::isLockRelease(N))
-    return Bad("FASE " + Owner->getName() + " uses a volatile lock (" + N +
+    return Bad("FASE " + pmkit::displayName(*Owner) +
+               " uses a volatile lock (" + N +
                "): recovery resumes FASEs in the middle and must hold their "
                "locks again, so ssapp mode needs PM locks (pmkit_mutex, "
                "pmkit_rwlock) in the pool");
@@ -340,7 +342,7 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
       return CallClass::Idempotent;
   if (Allowed.count(N) || G->onlyReadsMemory())
     return CallClass::Idempotent;
-  return Bad("FASE " + Owner->getName() + " calls " + N +
+  return Bad("FASE " + pmkit::displayName(*Owner) + " calls " + N +
              ", whose effect on persistent memory is unknown: make its "
              "source visible to the pass, or allow it with --ssapp-allow=" +
              N + " if calling it again after a crash is harmless");
@@ -384,7 +386,46 @@ static bool pointerDerived(const Value *V) {
 
 bool SSAPPInstrumenter::check(Function &F) {
   bool Ok = true;
+  // Clobber mode's buffer annotations: ssapp re-executes from the thread's
+  // persistent frame and keeps no copy of volatile buffers.
+  if (F.hasFnAttribute(pmkit::AttrFaseBufs)) {
+    diag(&*F.getEntryBlock().getFirstInsertionPt(),
+         "FASE " + pmkit::displayName(F) +
+             " declares PMKIT_FASE_IN or PMKIT_FASE_SCRATCH buffers, which "
+             "only clobber mode copies: in ssapp mode every pointer a FASE "
+             "is given must point into the pool (put the buffer in the "
+             "pool, or build with --mode=clobber)");
+    Ok = false;
+  }
   for (Instruction &I : instructions(F)) {
+    // A write to static or thread-local data: volatile memory, which a
+    // crash loses while the FASE's re-execution goes on from after it.
+    Value *Dst = nullptr;
+    if (auto *SI = dyn_cast<StoreInst>(&I))
+      Dst = SI->getPointerOperand();
+    else if (auto *MI = dyn_cast<MemIntrinsic>(&I))
+      Dst = MI->getRawDest();
+    else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I))
+      Dst = RMW->getPointerOperand();
+    else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I))
+      Dst = CX->getPointerOperand();
+    if (Dst) {
+      const Value *Obj = getUnderlyingObject(Dst, 12);
+      if (auto *TLS = dyn_cast<IntrinsicInst>(Obj);
+          TLS && TLS->getIntrinsicID() == Intrinsic::threadlocal_address)
+        Obj = getUnderlyingObject(TLS->getArgOperand(0), 12);
+      if (auto *G = dyn_cast<GlobalVariable>(Obj); G && !G->isConstant()) {
+        diag(&I, "FASE " + pmkit::displayName(F) + " writes " +
+                     (G->isThreadLocal() ? "the thread-local variable "
+                                         : "the static variable ") +
+                     llvm::demangle(G->getName().str()) +
+                     ", which is volatile memory: a crash loses it, and "
+                     "recovery resumes the FASE after the write. Keep it in "
+                     "the pool, or make it a local of the FASE");
+        Ok = false;
+      }
+    }
+
     if (auto *CB = dyn_cast<CallBase>(&I))
       Ok &= classify(*CB, true) != CallClass::Bad;
     else if (isa<AtomicRMWInst>(I) || isa<AtomicCmpXchgInst>(I)) {
@@ -397,14 +438,14 @@ bool SSAPPInstrumenter::check(Function &F) {
       auto *RMW = dyn_cast<AtomicRMWInst>(&I);
       if (RMW && (RMW->getOperation() == AtomicRMWInst::Nand ||
                   RMW->getOperation() > AtomicRMWInst::Xor)) {
-        diag(&I, "FASE " + F.getName() + " uses atomic " +
+        diag(&I, "FASE " + pmkit::displayName(F) + " uses atomic " +
                      AtomicRMWInst::getOperationName(RMW->getOperation()) +
                      ", which ssapp mode does not make detectable (it "
                      "supports compare-exchange, exchange, add, sub, and, "
                      "or and xor)");
         Ok = false;
       } else if (DL.getTypeSizeInBits(T) != 64) {
-        diag(&I, "FASE " + F.getName() +
+        diag(&I, "FASE " + pmkit::displayName(F) +
                      " makes an atomic read-modify-write of a " +
                      Twine(DL.getTypeSizeInBits(T).getFixedValue()) +
                      "-bit word: ssapp mode needs a spare bit in the word "
@@ -418,7 +459,7 @@ bool SSAPPInstrumenter::check(Function &F) {
                    pointerDerived(
                        RMW ? RMW->getValOperand()
                            : cast<AtomicCmpXchgInst>(I).getNewValOperand()))) {
-        diag(&I, "FASE " + F.getName() +
+        diag(&I, "FASE " + pmkit::displayName(F) +
                      " makes an atomic read-modify-write of a 64-bit "
                      "integer, which may use every bit: ssapp mode needs the "
                      "top 16 bits for its tag. If the integers stay below "
@@ -427,7 +468,7 @@ bool SSAPPInstrumenter::check(Function &F) {
       }
     } else if (auto *AI = dyn_cast<AllocaInst>(&I)) {
       if (!AI->isStaticAlloca()) {
-        diag(&I, "FASE " + F.getName() +
+        diag(&I, "FASE " + pmkit::displayName(F) +
                      " allocates a variable-sized local: its frame must "
                      "have a fixed size");
         Ok = false;
@@ -1082,8 +1123,8 @@ Function *SSAPPInstrumenter::makeRecover(Function &F) {
 }
 
 void SSAPPInstrumenter::report(Function &F) {
-  errs() << DEBUG_TYPE << ": FASE " << F.getName() << ": " << Rises.size()
-         << " RISEs, frame " << FrameBytes << " bytes\n";
+  errs() << DEBUG_TYPE << ": FASE " << pmkit::displayName(F) << ": "
+         << Rises.size() << " RISEs, frame " << FrameBytes << " bytes\n";
   for (unsigned K = 0; K < Rises.size(); K++) {
     const Rise &R = Rises[K];
     errs() << "  RISE " << K + 1 << " " << kindName(R.Kind);
@@ -1252,7 +1293,8 @@ bool SSAPPInstrumenter::run() {
     // A mistake here would surface as a crash in code generation (clang
     // does not verify): say which FASE instead.
     if (verifyFunction(*F, &errs()) || verifyFunction(*RF, &errs())) {
-      diag(nullptr, "internal error: invalid code for FASE " + F->getName());
+      diag(nullptr,
+           "internal error: invalid code for FASE " + pmkit::displayName(*F));
       return true;
     }
     Table.push_back(

@@ -14,6 +14,11 @@
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCK
 // LOCK: warning: {{.*}}diag.c:[[#LOCK_LINE:]]: FASE early_release releases a lock it did not take
 // LOCK-NOT: warning: {{.*}} FASE two_phase
+// C++ names are demangled, and file:line needs no -g (pmkit cc adds line
+// tables; here, -gline-tables-only as it does).
+// RUN: %clang_pm -x c++ -O2 -gline-tables-only -mllvm -pmkit-mode=clobber \
+// RUN:   -DLOCKS -c %s -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCKXX
+// LOCKXX: warning: {{.*}}diag.c:{{[0-9]+}}: FASE early_release(acct*) releases a lock it did not take
 //
 // Malformed buffer declarations and parameters that cannot be logged.
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DBADBUF -c %s \
