@@ -37,6 +37,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <unordered_set>
 
@@ -1624,6 +1625,13 @@ int Engine::run() {
   // program's source lines). Distinct bugs come first: one failure of each
   // first lost line, then one of each group (first lost write, latest kept
   // after it), then the rest.
+  // In the order of the trace, not of the checks' completion: the same run
+  // reports the same failures first.
+  std::stable_sort(failures.begin(), failures.end(),
+                   [](const Failure &a, const Failure &b) {
+                     return std::tie(a.info.pos, a.info.hash) <
+                            std::tie(b.info.pos, b.info.hash);
+                   });
   std::vector<size_t> order;
   {
     std::set<std::string> seenLost;
