@@ -5,7 +5,7 @@
 # Longer work has its own targets: `make bench`, `make crashtest-full`
 # (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in
 # `make test` as a CTest test), `make fuzz` (each libFuzzer target of fuzz/
-# for FUZZ_SECONDS, 10 minutes; `make test` runs them for 30 seconds each).
+# for FUZZ_SECONDS, 10 minutes; `make test` runs them for 20 seconds each).
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv/bin
@@ -100,7 +100,7 @@ fuzz: build
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SECONDS)
 
 test-fuzz:
-	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=30
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=20
 
 fuzz-run:
 	@set -e; out=$(abspath $(BUILD))/fuzz; pids=""; \

@@ -471,7 +471,7 @@ def workload(args, name: str, work: Path, trials: int) -> int:
     tag = f"{name}/hand-adr"
     explore_args = ["--keys", str(meta["explore_keys"]), "--ops", str(meta["explore_ops"])]
     try:
-        s = explore(args.build_dir, name, work, explore_args, 3000 if args.full else 2000, tag)
+        s = explore(args.build_dir, name, work, explore_args, 3000 if args.full else 1200, tag)
         print(f"ok   {tag}: explored under x86, {s}", flush=True)
     except Failure as e:
         failures += 1
@@ -489,7 +489,8 @@ def workload(args, name: str, work: Path, trials: int) -> int:
         tag = f"{name}/{traced}"
         try:
             s = explore(
-                args.build_dir, name, work, explore_args, 1000, tag, traced, traced,
+                args.build_dir, name, work, explore_args, 1000 if args.full else 600, tag,
+                traced, traced,
                 robustness=True, expect=expect,
             )  # fmt: skip
             print(f"ok   {tag}: explored with --robustness, exit {expect}: {s}", flush=True)

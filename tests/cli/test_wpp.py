@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""WPP mode (runtime/wpp, `pmkit wpp`): the golden-output suite at quick size (every program x 4
+"""WPP mode (runtime/wpp, `pmkit wpp`): the golden-output suite at quick size (every program x 3
 trials, each with 1-3 power failures and at least one restore), the cases that must fail (a
 restore that drops pipe bytes, sleeps cut short, vector registers lost), bad input (another
 binary's context, a corrupt or half-written one, a busy one, a missing directory, fork and
@@ -32,9 +32,9 @@ def work(tmp_path_factory) -> Path:
 
 
 def test_golden_quick(work):
-    s = g.campaign(list(g.PROGRAMS), 4, seed=7, workdir=work / "golden", log=lambda *_: None)
+    s = g.campaign(list(g.PROGRAMS), 3, seed=7, workdir=work / "golden", log=lambda *_: None)
     total = sum(v["trials"] for v in s.values())
-    assert total == 4 * len(g.PROGRAMS)
+    assert total == 3 * len(g.PROGRAMS)
     for name, v in s.items():
         assert v["passed"] == v["trials"], (name, v["problems"])
         assert v["restores"] >= v["trials"], name
