@@ -372,6 +372,16 @@ void Trace::parse(const uint8_t *d, uint64_t end, const std::string &path) {
   resolveSites();
 }
 
+// A location id without a STRING record: "?" for 0 (none recorded), else
+// the id (the recorder's table of written strings was full).
+static std::string unnamedLoc(uint32_t id) {
+  if (!id)
+    return "?";
+  char buf[32];
+  snprintf(buf, sizeof buf, "loc#%08x", id);
+  return buf;
+}
+
 // Whether a frame is in pmkit's code: its runtime ("pmkit:...") or code
 // inlined from its headers (pmkit::atomic of arp.hpp).
 static bool pmkitFrame(const std::string &f) {
@@ -398,14 +408,8 @@ void Trace::resolveSites() {
     out.push_back(text.substr(b));
   };
   auto textOf = [&](uint32_t id) {
-    if (!id)
-      return std::string("?");
     auto it = locs.find(id);
-    if (it != locs.end())
-      return it->second;
-    char buf[32];
-    snprintf(buf, sizeof buf, "loc#%08x", id);
-    return std::string(buf);
+    return it != locs.end() ? it->second : unnamedLoc(id);
   };
   auto add = [&](uint32_t id, const std::vector<uint32_t> &ids) {
     Site st;
@@ -633,13 +637,8 @@ Trace::~Trace() {
 }
 
 std::string Trace::locText(uint32_t id) const {
-  if (!id)
-    return "?";
-  if (const Site *st = site(id))
-    return st->frames[0];
-  char buf[32];
-  snprintf(buf, sizeof buf, "loc#%08x", id);
-  return buf;
+  const Site *st = id ? site(id) : nullptr;
+  return st ? st->frames[0] : unnamedLoc(id);
 }
 
 std::string Trace::userText(uint32_t id) const {
