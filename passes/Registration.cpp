@@ -20,6 +20,7 @@
 #include "Robust/Robust.h"
 #include "SSAPP/SSAPP.h"
 #include "Trace/Trace.h"
+#include "WholeProgram/WholeProgram.h"
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -163,17 +164,45 @@ void registerCallbacks(PassBuilder &PB) {
     MAM.registerPass([] { return pmkit::PMAliasAnalysis(); });
   });
   PB.registerPipelineParsingCallback(parseModulePass);
-  PB.registerPipelineStartEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel Level) {
-        // Options are parsed by the time a pipeline is built.
-        const ModeInfo &Selected = selectedMode();
-        MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
-        Selected.AddPasses(MPM, Level);
+  // The link step of a whole-program build (WholeProgram.h): the same
+  // passes as one file's build below, around clang's LTO pipeline. PB
+  // outlives the pipeline it builds.
+  PB.registerPipelineParsingCallback(
+      [&PB](StringRef Name, ModulePassManager &MPM,
+            ArrayRef<PassBuilder::PipelineElement>) {
+        return pmkit::parseWholeProgramLink(
+            Name, MPM, [&PB](ModulePassManager &Inner, OptimizationLevel L) {
+              const ModeInfo &Selected = selectedMode();
+              Inner.addPass(
+                  pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
+              Selected.AddPasses(Inner, L);
+              Inner.addPass(PB.buildLTODefaultPipeline(L, nullptr));
+              if (Selected.AddLatePasses)
+                Selected.AddLatePasses(Inner, L);
+              if (pmkit::traceEnabled())
+                Inner.addPass(pmkit::TracePass());
+            });
       });
+  PB.registerPipelineStartEPCallback([](ModulePassManager &MPM,
+                                        OptimizationLevel Level) {
+    // The compile step of a whole-program build applies its options
+    // here; the others are parsed by the time a pipeline is built.
+    std::vector<std::string> WholeProgram = pmkit::wholeProgramCompileOptions();
+    pmkit::applyOptions(WholeProgram, "compile step");
+    const ModeInfo &Selected = selectedMode();
+    MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
+    if (!WholeProgram.empty()) {
+      MPM.addPass(pmkit::WholeProgramCompilePass(WholeProgram));
+      return;
+    }
+    Selected.AddPasses(MPM, Level);
+  });
   // Tracing sees the code as it will run: after every mode's transforms and
   // the optimizer.
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level) {
+        if (!pmkit::wholeProgramCompileOptions().empty())
+          return; // at link time
         const ModeInfo &Selected = selectedMode();
         if (Selected.AddLatePasses)
           Selected.AddLatePasses(MPM, Level);

@@ -8,10 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# lld-16: the linker of whole-program builds (LTO runs the pmkit passes).
 # libclang-rt-16-dev: the sanitizer runtimes, and libFuzzer for clang-16's
 # -fsanitize=fuzzer (the fuzz/ targets).
 PKGS=(build-essential cmake ninja-build git pkg-config python3 python3-venv
-      clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16
+      clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16 lld-16
       libpmemobj-dev libpmem-dev musl-tools valgrind)
 
 missing=()

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
+import urllib.parse
 
 from pmkit import paths
 
@@ -48,9 +47,10 @@ Robust mode (docs/modes/robust.md):
   --report            list every flush and fence inserted, with its source line
   --pm-allocators=F   file naming more PM allocators ('<function> return' or
                       '<function> out <argument index>' per line)
-  --whole-program     analyse the linked program, as PMRobust does: every source to
-                      bitcode, linked, internalized but main, then the pass (needs -o and
-                      linking; more precise than one file at a time)
+  --whole-program     analyse the linked program, as PMRobust does, through clang's LTO:
+                      compile steps (-c) emit bitcode objects (static archives of them
+                      work), the link step (lld) runs the pass on the merged program
+                      (more precise than one file at a time; give it to every step)
 
 Clobber mode (docs/modes/clobber.md):
   --clobber-setting=S  clobber (log only clobber writes, recovery re-executes; the default)
@@ -67,6 +67,7 @@ SSAPP mode (docs/modes/ssapp.md):
   --ssapp-rmw-ints     integers that FASEs update with atomic RMWs stay below 2^48 (their
                        top 16 bits hold the tag that makes each RMW detectable)
   --report             list each FASE's RISEs: kind, source line, torn-bit slots
+  --whole-program      as for robust mode
 
 ARP mode (docs/modes/arp.md):
   --arp-lowering=L     arp (sfence at persistent releases and sequence points; the
@@ -95,68 +96,58 @@ def compiler(cxx: bool) -> str:
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C")
 
 
-def tool(name: str) -> str:
-    found = shutil.which(name)
-    if not found:
-        raise paths.EnvError(f"{name} not found: run 'make setup' (Debian package llvm-16)")
-    return found
+def optimization_level(args: list[str]) -> str:
+    """The LTO level of a link command: its last -O option (lld's O2 without one)."""
+    level = "O2"
+    for a in args:
+        if a.startswith("-O"):
+            v = a[2:]
+            level = {"": "O1", "fast": "O3", "g": "O1", "s": "Os", "z": "Oz"}.get(
+                v, f"O{min(int(v), 3)}" if v.isdigit() else level
+            )
+    return level
 
 
-def whole_program_commands(
-    cmd: list[str], trace: bool, loads: bool, work: str, mode: str = "robust"
-) -> list[list[str]]:
-    """The commands that build `cmd` (a linking clang command with the plugin) as one module:
-    each source to bitcode, llvm-link, opt with the mode's passes, llc, and the final link.
-    Every "-mllvm -pmkit-..." option of `cmd` (the mode's and the user's own) goes to opt, where
-    the passes run (opt refuses one it does not know); other -mllvm options stay with the
-    compiles."""
-    clang, args = cmd[0], cmd[1:]
-    plugin_flags = [a for a in args if a.startswith(("-fpass-plugin=", "-fplugin="))]
-    args = [a for a in args if a not in plugin_flags]
-    handled = ("-pmkit-trace", "-pmkit-trace-loads")  # the pass list and `loads` below
-    kept, pmkit_opts, i = [], [], 0
-    while i < len(args):
-        if args[i] == "-mllvm" and i + 1 < len(args):
-            o = args[i + 1]
-            if not o.startswith("-pmkit-"):
-                kept += args[i : i + 2]
-            elif o not in handled and not o.startswith("-pmkit-mode=") and o not in pmkit_opts:
-                pmkit_opts.append(o)
+def encode_options(opts: list[str]) -> str:
+    """pmkit options as one list for the pass plugin: OPT;OPT, each %-encoded (pipeline text
+    and the list use , ; < > ( ) as separators)."""
+    return ";".join(urllib.parse.quote(o, safe="-_=./+:@") for o in opts)
+
+
+def whole_program_args(
+    rest: list[str], options: list[str], plugin: str, compiles: bool, links: bool
+) -> list[str]:
+    """clang's arguments for a whole-program build through LTO (docs/modes/robust.md): a
+    compile step emits bitcode with `options` recorded in it (-flto=full); a link step has lld
+    run the pmkit-whole-program pass, with `options`, on the merged module."""
+    for a in rest:
+        if a.startswith(("-flto=thin", "-fno-lto")):
+            raise UsageError(f"--whole-program builds with full LTO: drop {a}")
+        if a.startswith(("-fuse-ld=", "--ld-path=")) and a not in ("-fuse-ld=lld",):
+            raise UsageError(f"--whole-program links with lld (LTO runs the passes): drop {a}")
+    args = ["-flto=full"]
+    if compiles:
+        args += [f"-fpass-plugin={plugin}", f"-fplugin={plugin}"]
+        args += ["-mllvm", f"-pmkit-whole-program={encode_options(options)}"]
+    if links:
+        level = optimization_level(rest)
+        pipeline = f"pmkit-whole-program<{level};{encode_options(options)}>"
+        args += ["-fuse-ld=lld", "-Xlinker", f"--load-pass-plugin={plugin}"]
+        args += ["-Xlinker", f"--lto-newpm-passes={pipeline}"]
+    return args
+
+
+def pmkit_mllvm_options(rest: list[str]) -> tuple[list[str], list[str]]:
+    """`rest` without its "-mllvm -pmkit-..." pairs, and those options."""
+    kept, opts, i = [], [], 0
+    while i < len(rest):
+        if rest[i] == "-mllvm" and i + 1 < len(rest) and rest[i + 1].startswith("-pmkit-"):
+            opts.append(rest[i + 1])
             i += 2
             continue
-        kept.append(args[i])
+        kept.append(rest[i])
         i += 1
-    if "-o" not in kept or kept.index("-o") + 1 >= len(kept):
-        raise UsageError("--whole-program needs -o OUTPUT")
-    o = kept.index("-o")
-    output = kept[o + 1]
-    kept = kept[:o] + kept[o + 2 :]
-    sources = [a for a in kept if a.endswith(SOURCE_SUFFIXES) and not a.startswith("-")]
-    if not sources:
-        raise UsageError("--whole-program needs source files")
-    link_only = ("-l", "-L", "-Wl,", "-pthread", "-static")
-    compile_flags = [a for a in kept if a not in sources and not a.startswith(link_only)]
-    for x in [i for i, a in enumerate(compile_flags) if a == "-x"][::-1]:  # per source below
-        del compile_flags[x : x + 2]
-    link_flags = [a for a in kept if a.startswith(link_only)]
-    plugin = plugin_flags[0].split("=", 1)[1]
-    bcs, cmds = [], []
-    for n, src in enumerate(sources):
-        bc = os.path.join(work, f"{n}-{os.path.basename(src)}.bc")
-        lang = ["-x", "c"] if src.endswith(".c") else []  # C, also for pmkit c++
-        cmds.append([clang, *compile_flags, "-emit-llvm", "-c", *lang, src, "-o", bc])
-        bcs.append(bc)
-    linked, done, obj = (os.path.join(work, f) for f in ("linked.bc", "robust.bc", "prog.o"))
-    passes = f"internalize,pmkit-annotations,pmkit-{mode}" + (",pmkit-trace" if trace else "")
-    cmds.append([tool("llvm-link-16"), *bcs, "-o", linked])
-    cmds.append(
-        [tool("opt-16"), f"-load-pass-plugin={plugin}", f"-passes={passes}",
-         "-internalize-public-api-list=main", *pmkit_opts,
-         *(["-pmkit-trace-loads"] if loads else []), linked, "-o", done]
-    )  # fmt: skip
-    cmds.append([tool("llc-16"), "-O2", "-filetype=obj", "-relocation-model=pic", done, "-o", obj])
-    cmds.append([clang, obj, *link_flags, "-o", output])
-    return cmds
+    return kept, opts
 
 
 # Options whose value is the next argument (so that argument is not an input file).
@@ -182,12 +173,6 @@ def c_sources_as_c(args: list[str]) -> list[str]:
     return out
 
 
-def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
-    """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
-    cmd, dry, _ = parse(argv, cxx)
-    return cmd, dry
-
-
 def function_names(arg: str) -> str:
     """The list of an --X-allow=F,G option, checked."""
     flag, names = arg.split("=", 1)
@@ -196,8 +181,8 @@ def function_names(arg: str) -> str:
     return names
 
 
-def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
-    """The clang command, whether it is a dry run, and what --whole-program needs (or None)."""
+def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
+    """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
     whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
     robust: list[str] = []  # -mllvm options of robust mode
@@ -288,13 +273,11 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         raise UsageError("--arp-lowering needs --mode=arp")
     if report and mode not in ("robust", "clobber", "ssapp"):
         raise UsageError("--report needs --mode=robust, --mode=clobber or --mode=ssapp")
-    if whole and mode not in ("robust", "clobber"):
-        raise UsageError("--whole-program needs --mode=robust or --mode=clobber")
+    if whole and mode not in ("robust", "clobber", "ssapp"):
+        raise UsageError("--whole-program needs --mode=robust, --mode=clobber or --mode=ssapp")
     if report:
         robust.append(f"-pmkit-{mode}-report")
     robust += clobber + ssapp + arp  # the mode's -mllvm options
-    if whole and any(a in NO_LINK for a in rest):
-        raise UsageError("--whole-program builds a program: drop -c, -S or -E")
     if loads and not trace:
         raise UsageError("--trace-loads needs --trace")
     if not rest:
@@ -309,14 +292,25 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         a == "-" or a.startswith("-x") or (a.endswith(SOURCE_SUFFIXES) and a[0] != "-")
         for a in rest
     )
-    if p.plugin and compiles:
+    links = not any(a in NO_LINK for a in rest)
+    if whole:
+        if not p.plugin:
+            raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
+        rest, user = pmkit_mllvm_options(rest)
+        options = [f"-pmkit-mode={mode}", *robust, *user]
+        options += ["-pmkit-trace"] + (["-pmkit-trace-loads"] if loads else []) if trace else []
+        cmd += whole_program_args(rest, options, p.plugin, compiles, links)
+        if compiles and not any(a.startswith("-g") for a in rest):
+            # file:line in the messages and the report; the explorer's reports need -g.
+            cmd += ["-g"] if trace else ["-gline-tables-only"]
+    elif p.plugin and compiles:
         cmd += [f"-fpass-plugin={p.plugin}", f"-fplugin={p.plugin}"]
         cmd += ["-mllvm", f"-pmkit-mode={mode}"]
         for o in robust:
             cmd += ["-mllvm", o]
         if mode != "none" and not any(a.startswith("-g") for a in rest):
             cmd += ["-gline-tables-only"]  # file:line in the mode's messages and report
-    if trace and compiles:
+    if trace and compiles and not whole:
         # Debug info gives the explorer's reports their file:line.
         cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])
         if not any(a.startswith("-g") for a in rest):
@@ -327,28 +321,17 @@ def parse(argv: list[str], cxx: bool) -> tuple[list[str], bool, dict | None]:
         # `-x c++` asks for C++.
         rest = c_sources_as_c(rest)
     cmd += rest
-    if not any(a in NO_LINK for a in rest):
+    if links:
         libdir, lib = (p.tracelibdir, "-lpmkit-trace") if trace else (p.libdir, "-lpmkit")
         cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}", lib, "-lpthread"]
-    wp = {"trace": trace, "loads": loads, "mode": mode} if whole else None
-    if wp and not p.plugin:
-        raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
-    return cmd, dry, wp
+    return cmd, dry
 
 
 def run(argv: list[str], cxx: bool) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(HELP.format(modes=", ".join(m for m, d in MODES.items() if d)))
         return 0
-    cmd, dry, wp = parse(argv, cxx)
-    if wp is not None:
-        with tempfile.TemporaryDirectory(prefix="pmkit-cc-") as work:
-            for c in whole_program_commands(cmd, wp["trace"], wp["loads"], work, wp["mode"]):
-                if dry:
-                    print(" ".join(c))
-                elif subprocess.run(c).returncode:
-                    return 1
-        return 0
+    cmd, dry = build_command(argv, cxx)
     if dry:
         print(" ".join(cmd))
         return 0

@@ -206,8 +206,46 @@ def test_cc_robust_whole_program_sees_across_files(run, shm, tmp_path):
     assert any("fill.c:2:" in ln for ln in reports["per-file"])
     assert not any("fill.c:2:" in ln for ln in reports["whole"])
     assert any("fill.c:3:" in ln and "pmkit_root" in ln for ln in reports["whole"])
-    r = run("cc", "--mode=robust", "--whole-program", "-c", srcs[0])
-    assert r.returncode == 2 and "drop -c" in r.stderr
+    # The same build in steps, as make would run it: bitcode objects, one in a static
+    # archive, and a link step that runs the pass on the merged program.
+    wp = ["cc", "--mode=robust", "--whole-program"]
+    objs = [str(tmp_path / "main.o"), str(tmp_path / "fill.o")]
+    for src, obj in zip(srcs, objs, strict=True):
+        r = run(*wp, "-O2", "-c", src, "-o", obj)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+    lib = str(tmp_path / "libfill.a")
+    subprocess.run(["llvm-ar-16", "rcs", lib, objs[1]], check=True)
+    r = run(*wp, "--report", objs[0], lib, "-o", str(tmp_path / "steps"))
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if "fill.c:" in ln] == reports["whole"]
+    assert subprocess.run([str(tmp_path / "steps"), str(shm / "steps.pool")]).returncode == 0
+    # Linked without the pmkit passes, the objects refuse to become a program.
+    plain = subprocess.run(
+        ["clang-16", "-flto", "-fuse-ld=lld", *objs, "-o", str(tmp_path / "plain")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert plain.returncode != 0, plain.stderr
+    assert "undefined symbol: __pmkit_link_with_pmkit_cc_whole_program" in plain.stderr
+    # Objects and link must agree on the mode and options.
+    r = run(*wp, "--robust-setting=opt", objs[0], lib, "-o", str(tmp_path / "x"))
+    assert r.returncode == 0, r.stderr
+    clob = str(tmp_path / "fill-clobber.o")
+    assert run("cc", "--mode=clobber", "--whole-program", "-c", srcs[1], "-o", clob).returncode == 0
+    r = run(*wp, objs[0], clob, "-o", str(tmp_path / "x"))
+    assert r.returncode != 0
+    assert (
+        "fill.c was compiled with -pmkit-mode=clobber but the link step has -pmkit-mode=robust"
+        in r.stderr
+    ), r.stderr
+    opt = str(tmp_path / "main-opt.o")
+    r = run(*wp, "--robust-setting=opt", "-c", srcs[0], "-o", opt)
+    assert r.returncode == 0, r.stderr
+    r = run(*wp, opt, objs[1], "-o", str(tmp_path / "x"))
+    assert r.returncode != 0
+    assert (
+        "main.c was compiled with -pmkit-robust-setting=opt but " in r.stderr
+        and "fill.c was not" in r.stderr
+    ), r.stderr
 
 
 PACKED_C = """#include <pmkit/pmkit.h>
