@@ -11,6 +11,7 @@
 //     -pmkit-annotations-report -S in.ll
 
 #include "Annotations/Annotations.h"
+#include "PMAlias/PMAlias.h"
 
 #include "llvm/ADT/Statistic.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -215,6 +216,7 @@ static bool keepFaseArgs(Module &M) {
 PreservedAnalyses pmkit::AnnotationsPass::run(Module &M,
                                               ModuleAnalysisManager &) {
   bool Changed = AnnotationReader(M).run();
+  Changed |= keepAllocatorCalls(M);
   if (KeepFaseArgs || KeepFaseArgsOpt) {
     if (keepFaseArgs(M))
       return PreservedAnalyses::none();

@@ -18,6 +18,7 @@
 //     -disable-output in.ll
 
 #include "PMAlias/PMAlias.h"
+#include "Annotations/Annotations.h"
 
 #include "Common/SourceLoc.h"
 
@@ -111,6 +112,34 @@ const struct {
     {"pmkit_ptr", {true, 0}},      {"pmem_map_file", {true, 0}},
     {"pmemobj_direct", {true, 0}}, {"pmem2_map_get_address", {true, 0}},
 };
+
+// Adds the allocators of -pmkit-pmalias-config to `Out`; a file that
+// cannot be read or a malformed line is an error on M's context.
+void readAllocatorConfig(Module &M, StringMap<PMAllocator> &Out) {
+  if (ConfigFile.empty())
+    return;
+  auto Buf = MemoryBuffer::getFile(ConfigFile);
+  if (!Buf) {
+    M.getContext().emitError("pmkit-pmalias: cannot read " + ConfigFile + ": " +
+                             Buf.getError().message());
+    return;
+  }
+  for (line_iterator L(**Buf, /*SkipBlanks=*/true, '#'); !L.is_at_end(); ++L) {
+    SmallVector<StringRef, 3> F;
+    L->split(F, ' ', -1, false);
+    unsigned Arg = 0;
+    if (F.size() == 2 && F[1] == "return")
+      Out[F[0]] = {true, 0};
+    else if (F.size() == 3 && F[1] == "out" && !F[2].getAsInteger(10, Arg))
+      Out[F[0]] = {false, Arg};
+    else
+      M.getContext().emitError(
+          "pmkit-pmalias: " + ConfigFile + ":" + Twine(L.line_number()) +
+          ": expected '<function> return' or '<function> out <index>', "
+          "found '" +
+          *L + "'");
+  }
+}
 
 // External functions that return no pointer and store none through their
 // arguments: calling them changes nothing the analysis tracks.
@@ -262,6 +291,7 @@ private:
   void constrainInstruction(Instruction &I);
   void constrainCall(CallBase &CB);
   bool constrainKnownExternal(CallBase &CB, Function &Callee);
+  void constrainDefinedAllocator(CallBase &CB, Function &F);
   void constrainConstant(const Constant *C, NodeId N, int64_t Off);
   void initFromConstant(LocId Base, const Constant *C);
   void solve();
@@ -291,31 +321,7 @@ PMAliasSolver::PMAliasSolver(Module &M) : M(M), DL(M.getDataLayout()) {
   NumNodes += Nodes.size();
 }
 
-void PMAliasSolver::readConfig() {
-  if (ConfigFile.empty())
-    return;
-  auto Buf = MemoryBuffer::getFile(ConfigFile);
-  if (!Buf) {
-    M.getContext().emitError("pmkit-pmalias: cannot read " + ConfigFile + ": " +
-                             Buf.getError().message());
-    return;
-  }
-  for (line_iterator L(**Buf, /*SkipBlanks=*/true, '#'); !L.is_at_end(); ++L) {
-    SmallVector<StringRef, 3> F;
-    L->split(F, ' ', -1, false);
-    unsigned Arg = 0;
-    if (F.size() == 2 && F[1] == "return")
-      Allocators[F[0]] = {true, 0};
-    else if (F.size() == 3 && F[1] == "out" && !F[2].getAsInteger(10, Arg))
-      Allocators[F[0]] = {false, Arg};
-    else
-      M.getContext().emitError(
-          "pmkit-pmalias: " + ConfigFile + ":" + Twine(L.line_number()) +
-          ": expected '<function> return' or '<function> out <index>', "
-          "found '" +
-          *L + "'");
-  }
-}
+void PMAliasSolver::readConfig() { readAllocatorConfig(M, Allocators); }
 
 ObjId PMAliasSolver::newObj(ObjKind K, std::string Why) {
   Objs.push_back({K, std::move(Why)});
@@ -606,6 +612,7 @@ void PMAliasSolver::constrainCall(CallBase &CB) {
   }
   Function *Callee = CB.getCalledFunction();
   if (Callee && !Callee->isDeclaration()) {
+    constrainDefinedAllocator(CB, *Callee);
     for (unsigned I = 0; I < CB.arg_size() && I < Callee->arg_size(); I++)
       if (carriesPointers(CB.getArgOperand(I)->getType()))
         addCopy(node(CB.getArgOperand(I)), node(Callee->getArg(I)), 0);
@@ -657,6 +664,8 @@ void PMAliasSolver::connectCall(CallBase &CB, unsigned First, Function &F) {
       unknownCall(CB);
     return;
   }
+  if (First == 0)
+    constrainDefinedAllocator(CB, F);
   for (unsigned I = First, P = 0; I < CB.arg_size() && P < F.arg_size();
        I++, P++)
     if (carriesPointers(CB.getArgOperand(I)->getType()))
@@ -695,11 +704,20 @@ void PMAliasSolver::openReferencedFunctions(
       openReferencedFunctions(Op, Seen);
 }
 
+// A configured PM allocator the module defines makes PM, whatever its body
+// shows: the user's word, added to what the body makes. (An annotated one
+// makes PM at its returns.)
+void PMAliasSolver::constrainDefinedAllocator(CallBase &CB, Function &F) {
+  if (Allocators.count(F.getName()) &&
+      !llvm::any_of(BuiltinAllocators,
+                    [&](const auto &A) { return F.getName() == A.Name; }))
+    constrainKnownExternal(CB, F);
+}
+
 bool PMAliasSolver::constrainKnownExternal(CallBase &CB, Function &Callee) {
   StringRef Name = Callee.getName();
   auto Alloc = Allocators.find(Name);
-  if (Alloc != Allocators.end() ||
-      Callee.hasFnAttribute("pmkit.pm_allocator")) {
+  if (Alloc != Allocators.end() || Callee.hasFnAttribute(AttrPMAllocator)) {
     PMAllocator How =
         Alloc != Allocators.end() ? Alloc->second : PMAllocator{true, 0};
     LocId PM =
@@ -877,6 +895,21 @@ PreservedAnalyses PMAliasPrinterPass::run(Module &M,
       outs() << '\n';
     }
   return PreservedAnalyses::all();
+}
+
+bool keepAllocatorCalls(Module &M) {
+  StringMap<PMAllocator> Configured;
+  readAllocatorConfig(M, Configured);
+  bool Changed = false;
+  for (Function &F : M) {
+    if (F.isDeclaration() || F.hasFnAttribute(Attribute::NoInline) ||
+        (!F.hasFnAttribute(AttrPMAllocator) && !Configured.count(F.getName())))
+      continue;
+    F.removeFnAttr(Attribute::AlwaysInline);
+    F.addFnAttr(Attribute::NoInline);
+    Changed = true;
+  }
+  return Changed;
 }
 
 } // namespace pmkit

@@ -64,6 +64,12 @@ private:
   static llvm::AnalysisKey Key;
 };
 
+// Marks the PM allocators the module defines (PMKIT_PM_ALLOCATOR, or named
+// in -pmkit-pmalias-config) noinline, so that their calls, which the
+// analysis recognises, survive the optimizer that runs before it (LTO's
+// inliner in a whole-program build). True if it changed a function.
+bool keepAllocatorCalls(llvm::Module &M);
+
 // Prints "<function>: PM|DRAM <instruction>" for every load, store, atomic
 // and memory intrinsic, with the PM source for PM accesses.
 class PMAliasPrinterPass : public llvm::PassInfoMixin<PMAliasPrinterPass> {

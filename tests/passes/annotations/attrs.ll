@@ -1,5 +1,6 @@
 ; SPDX-License-Identifier: Apache-2.0
-; pmkit-annotations attaches one string attribute per pmkit annotation, keeps
+; pmkit-annotations attaches one string attribute per pmkit annotation (and
+; noinline to a PM allocator, so that its calls stay visible), keeps
 ; the function's other attributes, and leaves unannotated functions and
 ; non-pmkit annotations alone.
 ;
@@ -60,7 +61,7 @@ define void @plain() #0 {
 
 ; Whole attribute sets, so any extra or missing attribute is caught.
 ; CHECK-DAG: attributes #[[FASE]] = { noinline nounwind "pmkit.fase" "pmkit.robust_ignore" }
-; CHECK-DAG: attributes #[[ALLOC]] = { nounwind "pmkit.pm_allocator" }
+; CHECK-DAG: attributes #[[ALLOC]] = { noinline nounwind "pmkit.pm_allocator" }
 ; CHECK-DAG: attributes #[[IGNORE]] = { nounwind "pmkit.robust_ignore" }
 ; CHECK-DAG: attributes #[[OTHER]] = { nounwind uwtable }
 ; CHECK-DAG: attributes #[[PLAIN]] = { noinline nounwind }

@@ -12,6 +12,13 @@
 // RUN: printf 'cfg_alloc return\n# comment\ncfg_out out 1\n' > %t.cfg
 // RUN: %opt -passes=pmkit-annotations,pmkit-pmalias -disable-output \
 // RUN:   -pmkit-pmalias-config=%t.cfg %t.ll | %FileCheck %s --check-prefix=CFG
+// A configured allocator the module defines, and an annotated one without
+// noinline: through clang -O2 with the plugin (pipeline-start annotations
+// keep both calls), the analysis sees the calls and takes the user's word.
+// RUN: printf 'cfg_defined return\n' > %t.cfg2
+// RUN: %clang_pm -O2 -g -S -emit-llvm -mllvm -pmkit-pmalias-config=%t.cfg2 %s -o %t2.ll
+// RUN: %opt -passes=pmkit-pmalias -disable-output -pmkit-pmalias-config=%t.cfg2 \
+// RUN:   %t2.ll | %FileCheck %s --check-prefix=KEEP
 // RUN: printf 'cfg_alloc sideways\n' > %t.bad
 // RUN: %not %opt -passes=pmkit-pmalias -disable-output \
 // RUN:   -pmkit-pmalias-config=%t.bad %t.ll 2>&1 | %FileCheck %s --check-prefix=BAD
@@ -115,6 +122,22 @@ __attribute__((noinline)) void configured(void) {
   *p = 112;
   cfg_out(8, (void **)&q);
   *q = 113;
+}
+
+// KEEP: defined_cfg: PM {{.*}}store i64 130{{.*}}; cfg_defined at
+// KEEP: inlinable_annotated: PM {{.*}}store i64 131{{.*}}; PM allocator small_alloc
+// CHECK: defined_cfg: DRAM {{.*}}store i64 130
+void *cfg_defined(size_t n) { return malloc(n); }
+PMKIT_PM_ALLOCATOR void *small_alloc(size_t n) { return malloc(n); }
+__attribute__((noinline)) void defined_cfg(void) {
+  long *p = cfg_defined(8);
+  *p = 130;
+  sink(p);
+}
+__attribute__((noinline)) void inlinable_annotated(void) {
+  long *p = small_alloc(8);
+  *p = 131;
+  sink(p);
 }
 
 // A call through a function pointer reaches the functions the pointer may
