@@ -115,3 +115,149 @@ def test_project_must_fail_when_clobber_logs_nothing(run, tmp_path):
     # Each failure persisted every write (nothing to minimise): the re-execution broke it,
     # not a lost write. The same build without the option explores clean (above).
     assert v["failures"] and lost_lines(v) == set(), v["failures"]
+
+
+# --- every option in every build shape --------------------------------------------------
+
+OPTIONS = Path(__file__).parent / "options"
+
+# The builds of the options program; "{allocators}" is its allocator file. Several options
+# share a build when their effects are independent.
+BUILDS = {
+    "robust": ["--mode=robust", "--report"],
+    "robust-opts": [
+        "--mode=robust", "--report", "--robust-setting=opt", "--strip-existing", "-mllvm",
+        "-pmkit-robust-no-split", "--trace", "--trace-loads",
+    ],
+    # The base setting's report names each PM store's source.
+    "robust-alloc": ["--mode=robust", "--report", "--pm-allocators={allocators}"],
+    "robust-flit": ["--mode=robust", "--robust-setting=flit", "--trace"],
+    "clobber": ["--mode=clobber", "--report", "--clobber-allow=getpid"],
+    "clobber-opts": [
+        "--mode=clobber", "--report", "--clobber-allow=getpid", "--clobber-setting=undo",
+        "--clobber-domain=eadr", "-mllvm", "-pmkit-clobber-crash-points", "-mllvm",
+        "-pmkit-clobber-skip-log",
+    ],
+    "clobber-quiet": ["--mode=clobber", "--clobber-allow=getpid"],
+    "clobber-no-allow": ["--mode=clobber", "--report"],
+    "ssapp": ["--mode=ssapp", "--report", "--ssapp-allow=getpid", "--ssapp-rmw-ints"],
+    "ssapp-opts": [
+        "--mode=ssapp", "--ssapp-allow=getpid", "--ssapp-rmw-ints", "--ssapp-fence=compiler",
+        "-mllvm", "-pmkit-ssapp-crash-points=store",
+    ],
+    "ssapp-no-allow": ["--mode=ssapp", "--ssapp-rmw-ints"],
+    "ssapp-no-rmw": ["--mode=ssapp", "--ssapp-allow=getpid"],
+}  # fmt: skip
+
+NO_WB, POINT, LOG = "__pmkit_clobber_wb", "__pmkit_crash_point", "__pmkit_clobber_log"
+# option: (the build with it, the build without it, what only the first shows). A build
+# that must fail without the option must fail for the reason named in REFUSALS.
+EFFECTS = {
+    "--robust-setting=opt": ("robust-opts", "robust", lambda b: "write-back after: store" in b.out),
+    "--robust-setting=flit": ("robust-flit", "robust", lambda b: "__pmkit_flit_counters" in b.syms),
+    "--strip-existing": ("robust-opts", "robust", lambda b: "pmkit_persist" not in b.syms),
+    "--pm-allocators": ("robust-alloc", "robust", lambda b: "(dram_alloc at " in b.out),
+    "-pmkit-robust-no-split": ("robust-opts", "robust", lambda b: "split the" not in b.out),
+    "--report (robust)": ("robust", "robust-flit", lambda b: "pmkit-robust: " in b.out),
+    "--trace": ("robust-flit", "robust", lambda b: "__pmkit_trace_store" in b.syms),
+    "--trace-loads": ("robust-opts", "robust-flit", lambda b: "__pmkit_trace_load" in b.syms),
+    "--clobber-allow": ("clobber", "clobber-no-allow", lambda b: b.ok),
+    "--clobber-setting=undo": ("clobber-opts", "clobber", lambda b: "undo setting" in b.out),
+    "--clobber-domain=eadr": ("clobber-opts", "clobber", lambda b: NO_WB not in b.syms),
+    "-pmkit-clobber-crash-points": ("clobber-opts", "clobber", lambda b: POINT in b.syms),
+    "-pmkit-clobber-skip-log": ("clobber-opts", "clobber", lambda b: LOG not in b.syms),
+    "--report (clobber)": ("clobber", "clobber-quiet", lambda b: "pmkit-clobber: bump" in b.out),
+    "--ssapp-allow": ("ssapp", "ssapp-no-allow", lambda b: b.ok),
+    "--ssapp-rmw-ints": ("ssapp", "ssapp-no-rmw", lambda b: b.ok),
+    "--ssapp-fence=compiler": ("ssapp-opts", "ssapp", lambda b: b.ok and b.sfences == 0),
+    "-pmkit-ssapp-crash-points": ("ssapp-opts", "ssapp", lambda b: POINT in b.syms),
+    "--report (ssapp)": ("ssapp", "ssapp-opts", lambda b: "pmkit-ssapp: FASE bump" in b.out),
+}  # fmt: skip
+REFUSALS = {
+    "clobber-no-allow": "FASE bump calls external function 'getpid'",
+    "ssapp-no-allow": "FASE bump calls getpid",
+    "ssapp-no-rmw": "say so with --ssapp-rmw-ints",
+}
+# pmkit cc options with no effect to see here: defaults (base, clobber, adr, sfence are the
+# builds without an option), the shape itself, and arp mode (one file at a time only; its
+# lowerings are tested in test_arp.py).
+NOT_HERE = {"--whole-program", "--pmkit-dry-run", "--mode", "--arp-lowering", "--report"}
+SHAPES = ("per-file", "whole-program", "make", "cmake")
+
+
+class Built:
+    """A build's outcome: whether it linked, its output, the dynamic symbols it needs, and
+    its sfence instructions."""
+
+    def __init__(self, ok: bool, out: str, exe: Path | None):
+        self.ok, self.out, self.syms, self.sfences = ok, out, set(), -1
+        if ok and exe is not None:
+            nm = subprocess.run(["nm", "-D", "--undefined-only", str(exe)], capture_output=True,
+                                text=True, check=True).stdout  # fmt: skip
+            self.syms = {ln.split()[-1].split("@")[0] for ln in nm.splitlines() if ln.strip()}
+            dis = subprocess.run(["objdump", "-d", str(exe)], capture_output=True, text=True)
+            self.sfences = dis.stdout.count("\tsfence")
+
+
+def build_options(shape: str, name: str, tmp: Path) -> Built:
+    src = tmp / f"{shape}-{name}"
+    shutil.copytree(OPTIONS, src)
+    args = [a.replace("{allocators}", str(src / "allocators")) for a in BUILDS[name]]
+    if shape != "per-file":
+        args.insert(1, "--whole-program")
+    cc = [PMKIT, "cc", *args]
+    if shape in ("per-file", "whole-program"):
+        cmds = [
+            [*cc, "-O1", "-c", str(src / "lib.c"), "-o", str(src / "lib.o")],
+            [*cc, "-O1", "-c", str(src / "main.c"), "-o", str(src / "main.o")],
+            ["llvm-ar-16", "rcs", str(src / "libopts.a"), str(src / "lib.o")],
+            [*cc, str(src / "main.o"), str(src / "libopts.a"), "-o", str(src / "opts")],
+        ]
+        exe = src / "opts"
+    elif shape == "make":
+        cmds = [["make", "-s", "-C", str(src), f"CC={' '.join(cc)}", "AR=llvm-ar-16"]]
+        exe = src / "opts"
+    else:
+        b = src / "build"
+        cmds = [
+            ["cmake", "-S", str(src), "-B", str(b), "-G", "Ninja",
+             "-DCMAKE_AR=/usr/bin/llvm-ar-16", "-DCMAKE_C_FLAGS=-O1"],
+            ["cmake", "--build", str(b)],
+        ]  # fmt: skip
+        exe = b / "opts"
+    env = dict(os.environ, CC=" ".join(cc))
+    out = ""
+    for c in cmds:
+        r = subprocess.run(c, capture_output=True, text=True, env=env)
+        out += r.stdout + r.stderr
+        if r.returncode:
+            return Built(False, out, None)
+    return Built(True, out, exe)
+
+
+def test_every_option_in_every_shape(tmp_path):
+    """Each pmkit cc option of robust, clobber and ssapp mode (and the documented -mllvm
+    ones) reaches the passes and has its effect, built one file at a time, whole-program,
+    with make and with CMake: the build with it shows what the build without it does not."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pmkit import cc
+
+    documented = set(re.findall(r"^\s+(--[a-z-]+)", cc.HELP, re.M))
+    covered = {o.split()[0].split("=")[0] for o in EFFECTS}
+    assert documented - covered == NOT_HERE - covered, documented - covered
+    jobs = [(s, n) for s in SHAPES for n in BUILDS]
+    with ThreadPoolExecutor(2) as pool:
+        built = dict(zip(jobs, pool.map(lambda j: build_options(*j, tmp_path), jobs), strict=True))
+    got, want = {}, {}
+    for shape in SHAPES:
+        for name, why in REFUSALS.items():
+            b = built[shape, name]
+            got[shape, name] = (b.ok, why in b.out)
+            want[shape, name] = (False, True)
+        for option, (with_it, without, shows) in EFFECTS.items():
+            on, off = built[shape, with_it], built[shape, without]
+            assert on.ok, (shape, with_it, on.out)
+            got[shape, option] = (shows(on), shows(off))
+            want[shape, option] = (True, False)
+    assert got == want
