@@ -229,8 +229,8 @@ const char *const NoPointerEffects[] = {"free",
 bool carriesPointers(Type *T) {
   if (T->isPointerTy())
     return true;
-  if (auto *IT = dyn_cast<IntegerType>(T))
-    return IT->getBitWidth() == 64;
+  if (auto *IT = dyn_cast<IntegerType>(T)) // i128: two pointers copied at once
+    return IT->getBitWidth() >= 64;
   if (auto *ST = dyn_cast<StructType>(T))
     return any_of(ST->elements(), carriesPointers);
   if (auto *AT = dyn_cast<ArrayType>(T))
@@ -827,7 +827,12 @@ bool PMAliasSolver::mayBePM(const Value *V) const {
   if (It == ValueNodes.end())
     return !isa<AllocaInst>(V->stripPointerCasts()) &&
            !isa<GlobalValue>(V->stripPointerCasts()); // not analysed
-  for (LocId L : Nodes[It->second].Pts) {
+  const SparseBitVector<> &Pts = Nodes[It->second].Pts;
+  // No source at all: the analysis lost track of this pointer (or it is
+  // null, and the access never runs). Losing track must not make DRAM.
+  if (Pts.empty())
+    return !isa<ConstantPointerNull, UndefValue>(V->stripPointerCasts());
+  for (LocId L : Pts) {
     ObjKind K = Objs[Locs[L].first].Kind;
     if (K == ObjKind::PM || K == ObjKind::Unknown)
       return true;
@@ -839,6 +844,8 @@ std::string PMAliasSolver::pmSource(const Value *V) const {
   auto It = ValueNodes.find(V);
   if (It == ValueNodes.end())
     return mayBePM(V) ? "not analysed" : "";
+  if (Nodes[It->second].Pts.empty())
+    return mayBePM(V) ? "unknown memory (no source found for the pointer)" : "";
   std::string Unknown;
   for (LocId L : Nodes[It->second].Pts) {
     const Obj &O = Objs[Locs[L].first];

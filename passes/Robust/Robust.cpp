@@ -289,11 +289,43 @@ void Robustifier::warnUnmodeled(Function &F) {
   }
 }
 
+// The address an existing persistence op writes back; null for a fence.
+const Value *writtenBackAddress(const Instruction &I) {
+  const auto &CB = cast<CallBase>(I);
+  if (isa<InlineAsm>(CB.getCalledOperand()))
+    return asmEffect(asmText(I)).Flush && CB.arg_size() &&
+                   CB.getArgOperand(0)->getType()->isPointerTy()
+               ? CB.getArgOperand(0)
+               : nullptr;
+  StringRef Name = CB.getCalledFunction()->getName();
+  bool Fence = Name == "pmkit_fence" || Name == "pmem_drain" ||
+               Name == "llvm.x86.sse.sfence" || Name == "llvm.x86.sse2.mfence";
+  return Fence || !CB.arg_size() ? nullptr : CB.getArgOperand(0);
+}
+
+// Removes the program's own write-backs and fences -- but never one whose
+// address the analysis finds no PM at: the pass would place no write-back
+// of its own for those stores. Such a write-back stays, and so do the
+// function's fences, which may be what orders it.
 bool Robustifier::strip(Function &F) {
   SmallVector<Instruction *, 16> Dead;
-  for (Instruction &I : instructions(F))
-    if (isExistingPersistOp(I) && I.use_empty())
-      Dead.push_back(&I);
+  bool KeepFences = false;
+  for (Instruction &I : instructions(F)) {
+    if (!isExistingPersistOp(I) || !I.use_empty())
+      continue;
+    const Value *Addr = writtenBackAddress(I);
+    if (Addr && !PA.mayBePM(Addr)) {
+      KeepFences = true;
+      if (Report)
+        Lines.push_back(sourceLoc(&I) +
+                        ": kept the program's write-back: the analysis "
+                        "finds no PM at its address, so it places none");
+      continue;
+    }
+    Dead.push_back(&I);
+  }
+  if (KeepFences)
+    erase_if(Dead, [](Instruction *I) { return !writtenBackAddress(*I); });
   for (Instruction *I : Dead) {
     // An invoke (a pmkit_persist in a C++ scope with a destructor, of a
     // header that does not say it cannot throw) ends its block: in its
