@@ -38,7 +38,7 @@ def test_help_and_version(run):
         (["cc", "--mode=robust", "--clobber-domain=adr", "x.c"], "need --mode=clobber"),
         (["cc", "--mode=clobber", "--clobber-allow=", "x.c"], "function names"),
         (["cc", "--report", "x.c"], "--report needs --mode=robust"),
-        (["cc", "--mode=ssapp", "--whole-program", "x.c"], "needs --mode=robust or"),
+        (["cc", "--mode=arp", "--whole-program", "x.c"], "needs --mode=robust, --mode=clobber or"),
         (["cc", "--mode=robust", "--robust-setting=fast", "x.c"], "unknown robust setting"),
         (["cc", "--mode=robust", "--pm-allocators=/nonexistent", "x.c"], "no such file"),
         (["cc"], "no input files"),
