@@ -115,15 +115,16 @@ EXPLORE_CASES = [
 ]
 
 
-def explore(run, shm, tmp_path, build, model, w, budget=3000, brk=""):
-    """`pmkit explore` on a small run of workload w (2 workers, 1 antagonist, 40 tasks)."""
+def explore(run, shm, tmp_path, build, model, w, budget=3000, brk="", stop=0):
+    """`pmkit explore` on a small run of workload w (2 workers, 1 antagonist, 40 tasks); with
+    `stop`, it ends once that many images failed (a must-fail case needs one)."""
     exe = ARP / f"arp_bench-{build}"
     if not exe.exists():
         pytest.skip("traced builds need the pass plugin")
     return run(
         "explore", "--model", model, "--no-progress", "--mark", "arp-run",
         "--budget", str(budget), "--per-point", "256",
-        "--save-dir", str(tmp_path / "failures"),
+        *(["--stop-after", str(stop)] if stop else []), "--save-dir", str(tmp_path / "failures"),
         "--check", f"{exe} {w} --check {{pool}}", "--", str(exe), w, "--ops", "40",
         "--workers", "2", "--antagonists", "1", "--scale", "0.01",
         "--pool", str(shm / f"x-{w}.pool"), "--pool-mib", "16",
@@ -136,7 +137,7 @@ def explore(run, shm, tmp_path, build, model, w, budget=3000, brk=""):
 def test_explore(run, shm, tmp_path, w, build, model, brk, ok):
     """Every crash image of a small run of each workload, under the x86 model (the lowering) and
     the arp model (the language rules), with the must-fail controls beside them."""
-    r = explore(run, shm, tmp_path, build, model, w, brk=brk)
+    r = explore(run, shm, tmp_path, build, model, w, brk=brk, stop=0 if ok else 1)
     assert r.returncode == (0 if ok else 1), r.stdout + r.stderr
     assert ("result: FAILED" in r.stdout) == (not ok)
 
@@ -152,5 +153,5 @@ def test_explore_arp_undo_log(run, shm, tmp_path):
 def test_explore_arp_needs_releases(run, shm, tmp_path):
     """Array swaps under the arp model with every release recorded as volatile: a swap's writes
     are no longer ordered after the previous holder's, and recovery finds the loss."""
-    r = explore(run, shm, tmp_path, "unflushed", "arp", "sps", brk="releases")
+    r = explore(run, shm, tmp_path, "unflushed", "arp", "sps", brk="releases", stop=1)
     assert r.returncode == 1 and "result: FAILED" in r.stdout, r.stdout + r.stderr
