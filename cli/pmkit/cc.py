@@ -137,6 +137,12 @@ def whole_program_args(
     return args
 
 
+def is_bitcode(path: str) -> bool:
+    """Whether `path` is an LLVM bitcode file (a whole-program compile step's object)."""
+    with open(path, "rb") as f:
+        return f.read(4) == b"BC\xc0\xde"
+
+
 def pmkit_mllvm_options(rest: list[str]) -> tuple[list[str], list[str]]:
     """`rest` without its "-mllvm -pmkit-..." pairs, and those options."""
     kept, opts, i = [], [], 0
@@ -293,6 +299,12 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         for a in rest
     )
     links = not any(a in NO_LINK for a in rest)
+    if links and not whole:
+        for a in rest:
+            if a.endswith(".o") and os.path.isfile(a) and is_bitcode(a):
+                raise UsageError(
+                    f"{a} was compiled with --whole-program: link with --whole-program too"
+                )
     if whole:
         if not p.plugin:
             raise paths.EnvError("--whole-program needs the pass plugin: build with passes")

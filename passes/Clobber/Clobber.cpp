@@ -21,6 +21,7 @@
 
 #include "Clobber/Clobber.h"
 #include "Annotations/Annotations.h"
+#include "Common/Access.h"
 #include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
@@ -38,6 +39,7 @@
 #include "llvm/Analysis/CaptureTracking.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/MemoryLocation.h"
+#include "llvm/Analysis/PostDominators.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -220,6 +222,7 @@ private:
   void instrumentFase(Function &F);
   Function *makeReplay(Function &F);
   void checkLocks(Function &F);
+  const Instruction *pmAccessAfter(const Instruction *From);
   void checkCallers(Function &F);
   void emitTable();
   void diag(const Instruction *I, const Twine &Msg, bool Error);
@@ -1115,13 +1118,21 @@ void ClobberInstrumenter::checkLocks(Function &F) {
         else if (pmkit::isLockRelease(G->getName()))
           Releases.push_back(CB);
       }
+  PostDominatorTree &PDT = FAM.getResult<PostDominatorTreeAnalysis>(F);
   for (CallBase *Rel : Releases) {
-    bool Taken = false;
+    // Taken: some acquire of the FASE may take this lock. Paired: the
+    // release follows one on every path (a lock held over one step of the
+    // FASE); a release on only some paths after it may be one that never
+    // runs inside a FASE (the benchmarks' driver releases at once only
+    // outside an operation), and is not judged.
+    bool Taken = false, Paired = false;
     for (CallBase *Acq : Acquires)
-      Taken |=
-          AA.alias(MemoryLocation::getBeforeOrAfter(Acq->getArgOperand(0)),
+      if (AA.alias(MemoryLocation::getBeforeOrAfter(Acq->getArgOperand(0)),
                    MemoryLocation::getBeforeOrAfter(Rel->getArgOperand(0))) !=
-          AliasResult::NoAlias;
+          AliasResult::NoAlias) {
+        Taken = true;
+        Paired |= PDT.dominates(Rel, Acq);
+      }
     if (!Taken) {
       ++NumLockWarnings;
       diag(Rel,
@@ -1130,8 +1141,49 @@ void ClobberInstrumenter::checkLocks(Function &F) {
                "two-phase locking (take locks inside the FASE, release "
                "them after it returns)",
            false);
+    } else if (const Instruction *After =
+                   Paired ? pmAccessAfter(Rel) : nullptr) {
+      // A lock taken and released inside, then more PM work: another
+      // thread may change what this FASE read under the lock before it
+      // commits (hand-over-hand locking of a tree walk). A release at the
+      // very end, with no PM access after it, is not reported.
+      ++NumLockWarnings;
+      diag(Rel,
+           "FASE " + pmkit::displayName(F) +
+               " releases a lock it took before its end, then accesses "
+               "memory that may be PM (" +
+               pmkit::sourceLoc(After) +
+               "): FASEs must follow strict two-phase locking (hold every "
+               "lock to the end of the FASE)",
+           false);
     }
   }
+}
+
+// The first load, store, atomic or memory intrinsic of memory that may be
+// PM that can run after `From` in its function (a block reached again
+// through a loop included), or null.
+const Instruction *ClobberInstrumenter::pmAccessAfter(const Instruction *From) {
+  auto IsPMAccess = [&](const Instruction &I) {
+    const Value *Addr = pmkit::accessedAddress(I);
+    return Addr && !isNotPM(Addr);
+  };
+  for (auto It = std::next(From->getIterator()); It != From->getParent()->end();
+       ++It)
+    if (IsPMAccess(*It))
+      return &*It;
+  SmallPtrSet<const BasicBlock *, 16> Seen;
+  SmallVector<const BasicBlock *, 16> Work(successors(From->getParent()));
+  while (!Work.empty()) {
+    const BasicBlock *BB = Work.pop_back_val();
+    if (!Seen.insert(BB).second)
+      continue;
+    for (const Instruction &I : *BB)
+      if (IsPMAccess(I))
+        return &I;
+    append_range(Work, successors(BB));
+  }
+  return nullptr;
 }
 
 void ClobberInstrumenter::emitTable() {

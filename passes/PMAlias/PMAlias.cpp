@@ -20,6 +20,7 @@
 #include "PMAlias/PMAlias.h"
 #include "Annotations/Annotations.h"
 
+#include "Common/Access.h"
 #include "Common/SourceLoc.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -872,27 +873,12 @@ PMAliasInfo PMAliasAnalysis::run(Module &M, ModuleAnalysisManager &) {
   return PMAliasInfo(std::make_unique<PMAliasSolver>(M));
 }
 
-// The address an instruction accesses, if it is a memory access.
-static const Value *accessedAddress(const Instruction &I) {
-  if (auto *LI = dyn_cast<LoadInst>(&I))
-    return LI->getPointerOperand();
-  if (auto *SI = dyn_cast<StoreInst>(&I))
-    return SI->getPointerOperand();
-  if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I))
-    return CX->getPointerOperand();
-  if (auto *RMW = dyn_cast<AtomicRMWInst>(&I))
-    return RMW->getPointerOperand();
-  if (auto *MI = dyn_cast<MemIntrinsic>(&I))
-    return MI->getRawDest();
-  return nullptr;
-}
-
 PreservedAnalyses PMAliasPrinterPass::run(Module &M,
                                           ModuleAnalysisManager &MAM) {
   const PMAliasInfo &PA = MAM.getResult<PMAliasAnalysis>(M);
   for (Function &F : M)
     for (Instruction &I : instructions(F)) {
-      const Value *A = accessedAddress(I);
+      const Value *A = pmkit::accessedAddress(I);
       if (!A)
         continue;
       bool PM = PA.mayBePM(A);

@@ -46,16 +46,25 @@ def build(system: str, tmp: Path, cc: str, cflags: str = "") -> tuple[Path, str]
     return exe, out
 
 
-def explore(run, tmp: Path, exe: Path, model: str, atomic: bool, budget: int = 300) -> dict:
+def explore(
+    run, tmp: Path, exe: Path, model: str, atomic: bool, budget: int = 300, *extra: str
+) -> dict:
     """The JSON verdict of exploring `ledger run POOL 5` against `ledger check`."""
-    pool = tmp / "ledger.pool"
-    verdict = tmp / "verdict.json"
     check = f"{exe} check {{pool}}" + (" --atomic" if atomic else "")
+    prog = [str(exe), "run", "{pool}", "5"]
+    return explore_json(run, tmp, check, prog, model, budget, *extra)
+
+
+def explore_json(
+    run, tmp: Path, check: str, prog: list[str], model: str, budget: int, *extra: str
+) -> dict:
+    """The JSON verdict of `pmkit explore` on `prog` ("{pool}" in it: a new pool's path)."""
+    verdict = tmp / "verdict.json"
+    prog = [a.replace("{pool}", str(tmp / "explored.pool")) for a in prog]
     r = run(
         "explore", "--no-progress", "--model", model, "--budget", str(budget),
         "--max-reports", "100", "--json", str(verdict), "--save-dir", str(tmp / "failures"),
-        "--check", check, "--",
-        str(exe), "run", str(pool), "5",
+        "--check", check, *extra, "--", *prog,
     )  # fmt: skip
     assert r.returncode in (0, 1), r.stdout + r.stderr
     return json.loads(verdict.read_text())
@@ -87,8 +96,12 @@ def test_project_builds_whole_program_and_explores_clean(run, tmp_path, mode, sy
     # The pass ran once, on the linked program: in robust mode it followed the PM block
     # through the allocator wrapper of another file of the library.
     assert re.sub(r"[\w./-]*/(\w+\.c)", r"\1", out).count(report) == 1, out
-    # eADR: a crash point at every store, 471 of them.
-    v = explore(run, tmp_path, exe, model, atomic, 1200 if model == "eadr" else 300)
+    # eADR: a crash point at every store, 471 of them. Robust mode is also held to the
+    # dynamic oracle: no image that strict persistency cannot produce.
+    oracle = ["--robustness"] if mode == "robust" else []
+    v = explore(run, tmp_path, exe, model, atomic, 1200 if model == "eadr" else 300, *oracle)
+    if oracle:
+        assert v["robustness"]["violating"] == 0, v["robustness"]
     # Every crash point explored; the pool's creation has too many images to enumerate.
     assert (v["result"], v["images_failed"]) == ("sampled", 0), v
     cov = v["coverage"]
@@ -261,3 +274,54 @@ def test_every_option_in_every_shape(tmp_path):
             got[shape, option] = (shows(on), shows(off))
             want[shape, option] = (True, False)
     assert got == want
+
+
+# --- robust mode on C++ written like code from elsewhere ---------------------------------
+
+HASHINDEX = Path(__file__).parent / "hashindex"
+
+
+def hashindex(run, tmp: Path, *args: str) -> dict:
+    """Build the hash index (tests/cli/hashindex) with pmkit c++ ARGS, traced with its loads,
+    and explore it under x86 with --robustness."""
+    exe = tmp / "hashindex"
+    srcs = [str(HASHINDEX / f) for f in ("pmalloc.cpp", "index.cpp", "main.cpp")]
+    r = subprocess.run(
+        [PMKIT, "c++", *args, "--trace", "--trace-loads", "-O2", *srcs, "-o", str(exe)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    prog = [str(exe), "run", "{pool}"]
+    return explore_json(run, tmp, f"{exe} check {{pool}}", prog, "x86", 1200, "--robustness")
+
+
+@pytest.mark.parametrize(
+    "shape, setting",
+    [("whole-program", "base"), ("whole-program", "opt"), ("whole-program", "flit"),
+     ("per-file", "opt")],
+)  # fmt: skip
+def test_hashindex_stripped_and_robust(run, tmp_path, shape, setting):
+    """--strip-existing removes the program's own flushes and robust mode places its own:
+    through class operator new, a wrapper in another file that aligns with integer arithmetic,
+    allocation in constructors and placement new. The dynamic oracle agrees with the analysis:
+    no crash image fails its check, and none is one strict persistency cannot produce."""
+    whole = ["--whole-program"] if shape == "whole-program" else []
+    v = hashindex(run, tmp_path, "--mode=robust", f"--robust-setting={setting}",
+                  "--strip-existing", *whole)  # fmt: skip
+    rob = v["robustness"]
+    assert (v["images_failed"], rob["violating"], rob["whole_image"]) == (0, 0, False), v
+    assert v["coverage"]["points_explored"] == v["coverage"]["points_total"], v["coverage"]
+
+
+def test_hashindex_stripped_without_the_pass_fails(run, tmp_path):
+    """The must-fail twin: the program's flushes stripped and none placed
+    (-pmkit-robust-strip-only). The check fails, and the robustness oracle names writes of the
+    index that needed a write-back."""
+    v = hashindex(run, tmp_path, "--mode=robust", "--strip-existing", "--whole-program",
+                  "-mllvm", "-pmkit-robust-strip-only")  # fmt: skip
+    rob = v["robustness"]
+    assert v["result"] == "failed" and rob["violating"] > 0, v
+    # The writes lost are the index's (index.cpp and the constructors in index.h).
+    lost = {os.path.basename(p["lost"].split(":")[0]) for p in rob["violations"]}
+    assert lost <= {"index.cpp", "index.h", "main.cpp"} and "index.cpp" in lost, rob
+    assert lost_lines(v) and {ln.split(":")[0] for ln in lost_lines(v)} <= {"index.cpp", "index.h"}

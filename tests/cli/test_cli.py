@@ -219,6 +219,9 @@ def test_cc_robust_whole_program_sees_across_files(run, shm, tmp_path):
     assert r.returncode == 0, r.stderr
     assert [ln for ln in r.stderr.splitlines() if "fill.c:" in ln] == reports["whole"]
     assert subprocess.run([str(tmp_path / "steps"), str(shm / "steps.pool")]).returncode == 0
+    # Linked by pmkit cc without --whole-program: a usage error naming the object.
+    r = run("cc", "--mode=robust", objs[0], objs[1], "-o", str(tmp_path / "x"))
+    assert r.returncode == 2 and "link with --whole-program too" in r.stderr, r.stderr
     # Linked without the pmkit passes, the objects refuse to become a program.
     plain = subprocess.run(
         ["clang-16", "-flto", "-fuse-ld=lld", *objs, "-o", str(tmp_path / "plain")],

@@ -14,6 +14,11 @@
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCK
 // LOCK: warning: {{.*}}diag.c:[[#LOCK_LINE:]]: FASE early_release releases a lock it did not take
 // LOCK-NOT: warning: {{.*}} FASE two_phase
+// A lock taken and released inside the FASE with PM work after it
+// (hand-over-hand reader locks down a list) breaks it too; a release at the
+// very end (two_phase) does not.
+// LOCK: warning: {{.*}}diag.c:{{[0-9]+}}: FASE walk releases a lock it took before its end, then accesses memory that may be PM ({{.*}}diag.c:{{[0-9]+}})
+// LOCK-NOT: warning: {{.*}} FASE two_phase
 // C++ names are demangled, and file:line needs no -g (pmkit cc adds line
 // tables; here, -gline-tables-only as it does).
 // RUN: %clang_pm -x c++ -O2 -gline-tables-only -mllvm -pmkit-mode=clobber \
@@ -42,7 +47,7 @@
 // RUN: %clang_pm -O2 -g -DUNUSED -c -emit-llvm %s -o %t.bc
 // RUN: %not %opt -passes=pmkit-clobber -disable-output %t.bc 2>&1 \
 // RUN:   | %FileCheck %s --check-prefix=LOST
-// LOST: error: pmkit-clobber: {{.*}}diag.c:[[#@LINE+49]]: argument 3 of FASE fill was optimised away
+// LOST: error: pmkit-clobber: {{.*}}diag.c:[[#@LINE+64]]: argument 3 of FASE fill was optimised away
 #include <pmkit/pmkit.h>
 #include <pthread.h>
 
@@ -68,6 +73,21 @@ PMKIT_FASE void two_phase(struct acct *a) {
   pthread_mutex_lock(&inner);
   a->bal += 1;
   pthread_mutex_unlock(&inner);
+}
+struct lnode {
+  pthread_rwlock_t lk;
+  long key;
+  struct lnode *next;
+};
+PMKIT_FASE void walk(struct lnode *n, long k, struct acct *a) {
+  while (n) {
+    pthread_rwlock_rdlock(&n->lk);
+    struct lnode *next = n->next;
+    if (n->key == k)
+      a->bal += 1;
+    pthread_rwlock_unlock(&n->lk);
+    n = next;
+  }
 }
 #endif
 
