@@ -20,7 +20,7 @@
 //
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace %s %link_trace -lstdc++ \
 // RUN:   -o %t.plain
-// RUN: %not %explore --no-progress --save-dir %t.d/plain \
+// RUN: %not %explore --stop-after 1 --no-progress --save-dir %t.d/plain \
 // RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 // BAD: result: FAILED
@@ -30,13 +30,13 @@
 // RUN:   | %FileCheck %s --check-prefix=OK
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace -DVOLATILE_PUBLISH %s \
 // RUN:   %link_trace -lstdc++ -o %t.plainvol
-// RUN: %not %explore --model arp --no-progress --save-dir %t.d/arpvol \
+// RUN: %not %explore --stop-after 1 --model arp --no-progress --save-dir %t.d/arpvol \
 // RUN:   --check '%t.plainvol check {pool}' -- %t.plainvol run %t.d/mv.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 //
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-mode=arp -mllvm -pmkit-trace \
 // RUN:   -DVOLATILE_PUBLISH %s %link_trace -lstdc++ -o %t.vol
-// RUN: %not %explore --no-progress --save-dir %t.d/vol \
+// RUN: %not %explore --stop-after 1 --no-progress --save-dir %t.d/vol \
 // RUN:   --check '%t.vol check {pool}' -- %t.vol run %t.d/v.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 

@@ -10,7 +10,7 @@
 // RUN: rm -rf %t.d && mkdir -p %t.d
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace %s %link_trace -lstdc++ \
 // RUN:   -o %t.vol
-// RUN: %not %explore --model arp --no-progress --save-dir %t.d/vol \
+// RUN: %not %explore --stop-after 1 --model arp --no-progress --save-dir %t.d/vol \
 // RUN:   --check '%t.vol check {pool}' -- %t.vol run %t.d/v.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 // BAD: result: FAILED

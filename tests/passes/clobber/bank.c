@@ -27,12 +27,12 @@
 // EXPLORE: result: no failure in {{[0-9]+}} sampled images (not a proof)
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-trace \
 // RUN:   -mllvm -pmkit-clobber-skip-log %s %link_trace -o %t.nolog
-// RUN: %not %explore --no-progress --budget 1000 --save-dir %t.d/nolog \
+// RUN: %not %explore --no-progress --budget 1000 --stop-after 1 --save-dir %t.d/nolog \
 // RUN:   --check '%t.nolog check {pool}' -- %t.nolog run %t.d/nolog.pool 6 \
 // RUN:   | %FileCheck %s --check-prefix=BITES
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -mllvm -pmkit-trace \
 // RUN:   -mllvm -pmkit-clobber-domain=eadr %s %link_trace -o %t.nowb
-// RUN: %not %explore --no-progress --budget 1000 --save-dir %t.d/nowb \
+// RUN: %not %explore --no-progress --budget 1000 --stop-after 1 --save-dir %t.d/nowb \
 // RUN:   --check '%t.nowb check {pool}' -- %t.nowb run %t.d/nowb.pool 6 \
 // RUN:   | %FileCheck %s --check-prefix=BITES
 // BITES: result: FAILED: {{[0-9]+}} of {{[0-9]+}} crash images are inconsistent

@@ -17,7 +17,7 @@
 //
 // RUN: %clang_pm -O1 -g -mllvm -pmkit-trace -mllvm -pmkit-trace-loads %s \
 // RUN:   %link_trace -o %t.plain
-// RUN: %not %explore --model x86-line --robustness --no-progress --save-dir %t.d/plain \
+// RUN: %not %explore --stop-after 1 --model x86-line --robustness --no-progress --save-dir %t.d/plain \
 // RUN:   --check '%t.plain check {pool}' -- %t.plain run %t.d/p.pool \
 // RUN:   | %FileCheck %s --check-prefix=PLAIN
 // PLAIN: robustness: {{[1-9][0-9]*}} of {{[0-9]+}} crash images

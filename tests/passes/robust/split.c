@@ -32,7 +32,7 @@
 //
 // RUN: %clang_pm -O1 -g -mllvm -pmkit-mode=robust -mllvm -pmkit-robust-no-split \
 // RUN:   -mllvm -pmkit-trace -mllvm -pmkit-trace-loads %s %link_trace -o %t.whole
-// RUN: %not %explore --model x86-line --robustness --no-progress \
+// RUN: %not %explore --stop-after 1 --model x86-line --robustness --no-progress \
 // RUN:   --save-dir %t.d/whole --check '%t.whole check {pool}' \
 // RUN:   -- %t.whole run %t.d/w.pool | %FileCheck %s --check-prefix=WHOLE
 // WHOLE: images: {{.*}} {{[1-9][0-9]*}} failed

@@ -20,7 +20,7 @@
 // RUN: %clang_pm -O1 -g -DFLUSH_ONLY -mllvm -pmkit-mode=robust -mllvm \
 // RUN:   -pmkit-trace %s %link_trace -o %t.flush
 // RUN: %t.flush setup %t.d/b.pool
-// RUN: %not %explore --model x86-line --no-progress --save-dir %t.d/bad \
+// RUN: %not %explore --stop-after 1 --model x86-line --no-progress --save-dir %t.d/bad \
 // RUN:   --check '%t.flush check {pool}' -- %t.flush run %t.d/b.pool \
 // RUN:   | %FileCheck %s --check-prefix=BAD
 // BAD: FAIL 1:

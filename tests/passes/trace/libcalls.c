@@ -19,10 +19,10 @@
 // RUN: env PMKIT_TRACE=%t.trace PMKIT_DOMAIN=adr %t.exe %t.pool %s x
 // RUN: %explore --dump --trace %t.trace | %FileCheck %s --check-prefix=TRACE
 // RUN: rm -f %t.pool
-// RUN: %explore --no-progress --check 'true {pool}' -- %t.exe %t.pool %s \
+// RUN: %explore --no-progress --budget 100 --check 'true {pool}' -- %t.exe %t.pool %s \
 // RUN:   | %FileCheck %s --check-prefix=CLEAN --implicit-check-not=differs
 // RUN: rm -f %t.pool
-// RUN: %explore --no-progress --check 'true {pool}' -- %t.exe %t.pool %s x \
+// RUN: %explore --no-progress --budget 100 --check 'true {pool}' -- %t.exe %t.pool %s x \
 // RUN:   | %FileCheck %s --check-prefix=DIFFERS
 #include <fcntl.h>
 #include <pmkit/pmkit.h>
