@@ -324,8 +324,8 @@ def explore(
         "--model", "x86-line" if robustness else "x86",
         "--budget", str(budget), "--save-dir", str(work / f"explore-failures-{name}-{traced}"),
         *(["--robustness"] if robustness else []),
-        # a must-fail run has made its point once 10 images failed
-        *(["--stop-after", "10"] if expect else []),
+        # a must-fail run has made its point once an image failed
+        *(["--stop-after", "1"] if expect else []),
         "--check", f"{check} --check {{pool}}", "--", str(prog), *args, "--pool", str(pool),
     ]  # fmt: skip
     r = run(cmd, timeout=600, env={"PYTHONPATH": str(REPO / "cli")})

@@ -132,6 +132,8 @@ def explore(
             # plan spends the whole budget on the runtime's sampled points.
             "--per-point",
             "64",
+            # a must-fail run has its verdict at its first failing image
+            *(["--stop-after", "1"] if expected == "fail" else []),
             *check,
             "--",
             str(exe),

@@ -30,12 +30,14 @@ TIMEOUT = 300
 ROBUSTNESS_RE = re.compile(r"robustness: (\d+) of (\d+) crash images")
 
 
-def explore(bindir: Path, exe: str, build: Path) -> tuple[int, str, str]:
+def explore(bindir: Path, exe: str, build: Path, stop: bool) -> tuple[int, str, str]:
+    """Explore `exe`; with `stop` (a must-fail build), only until an image fails."""
     with tempfile.TemporaryDirectory(prefix=f"robust-{exe}-", dir="/dev/shm") as tmp:
         prog = str(bindir / exe)
         cmd = [
             sys.executable, "-m", "pmkit", "explore", "--model", "x86-line", "--robustness",
             "--jobs", "2", "--no-progress", "--save-dir", f"{tmp}/failures", "--per-point", "64",
+            *(["--stop-after", "1"] if stop else []),
             "--check", f"{prog} check {{pool}}", "--", prog, "run", f"{tmp}/pool",
         ]  # fmt: skip
         env = dict(os.environ, PMKIT_BUILD_DIR=str(build))
@@ -78,7 +80,7 @@ def main() -> int:
                 print(f"run_robust.py: {bindir / exe} is missing: build the robust-corpus target")
                 return 1
             t0 = time.monotonic()
-            status, nonrobust, out = explore(bindir, exe, args.build)
+            status, nonrobust, out = explore(bindir, exe, args.build, expected == 1)
             got = {0: "pass", 1: "fail"}.get(status, f"error({status})")
             want = "pass" if expected == 0 else "fail"
             line = f"{prog:<20}  {kind:<11}  {want:<8}  {got:<8}  {nonrobust:>10}  "
