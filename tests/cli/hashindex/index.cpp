@@ -34,7 +34,8 @@ bool Index::check() const {
       return false;
     for (long j = 0; j < s->count; j++) {
       const Bucket *b = s->items[j];
-      if (!b || b->key % 8 != static_cast<long>(i) || b->value != 2 * b->key + 1)
+      if (!b || b->key % 8 != static_cast<long>(i) ||
+          b->value != 2 * b->key + 1)
         return false;
     }
   }
