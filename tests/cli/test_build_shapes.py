@@ -281,9 +281,9 @@ def test_every_option_in_every_shape(tmp_path):
 HASHINDEX = Path(__file__).parent / "hashindex"
 
 
-def hashindex(run, tmp: Path, *args: str) -> dict:
+def hashindex(run, tmp: Path, *args: str, stop: bool = False) -> dict:
     """Build the hash index (tests/cli/hashindex) with pmkit c++ ARGS, traced with its loads,
-    and explore it under x86 with --robustness."""
+    and explore it under x86 with --robustness (with `stop`, until 3 images failed)."""
     exe = tmp / "hashindex"
     srcs = [str(HASHINDEX / f) for f in ("pmalloc.cpp", "index.cpp", "main.cpp")]
     r = subprocess.run(
@@ -292,7 +292,8 @@ def hashindex(run, tmp: Path, *args: str) -> dict:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     prog = [str(exe), "run", "{pool}"]
-    return explore_json(run, tmp, f"{exe} check {{pool}}", prog, "x86", 1200, "--robustness")
+    extra = ["--robustness", *(["--stop-after", "3"] if stop else [])]
+    return explore_json(run, tmp, f"{exe} check {{pool}}", prog, "x86", 1200, *extra)
 
 
 @pytest.mark.parametrize(
@@ -318,7 +319,7 @@ def test_hashindex_stripped_without_the_pass_fails(run, tmp_path):
     (-pmkit-robust-strip-only). The check fails, and the robustness oracle names writes of the
     index that needed a write-back."""
     v = hashindex(run, tmp_path, "--mode=robust", "--strip-existing", "--whole-program",
-                  "-mllvm", "-pmkit-robust-strip-only")  # fmt: skip
+                  "-mllvm", "-pmkit-robust-strip-only", stop=True)  # fmt: skip
     rob = v["robustness"]
     assert v["result"] == "failed" and rob["violating"] > 0, v
     # The writes lost are the index's (index.cpp and the constructors in index.h).
