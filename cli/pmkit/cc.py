@@ -117,13 +117,18 @@ def encode_options(opts: list[str]) -> str:
 def whole_program_args(
     rest: list[str], options: list[str], plugin: str, compiles: bool, links: bool
 ) -> list[str]:
-    """clang's arguments for a whole-program build through LTO (docs/modes/robust.md): a
+    """clang's arguments for a whole-program build through LTO (docs/building.md): a
     compile step emits bitcode with `options` recorded in it (-flto=full); a link step has lld
     run the pmkit-whole-program pass, with `options`, on the merged module."""
     for a in rest:
         if a.startswith(("-flto=thin", "-fno-lto")):
             raise UsageError(f"--whole-program builds with full LTO: drop {a}")
-        if a.startswith(("-fuse-ld=", "--ld-path=")) and a not in ("-fuse-ld=lld",):
+        linker = a.split("=", 1)[1] if a.startswith(("-fuse-ld=", "--ld-path=")) else None
+        if (
+            linker is not None
+            and linker != "lld"
+            and not os.path.basename(linker).startswith("ld.lld")
+        ):
             raise UsageError(f"--whole-program links with lld (LTO runs the passes): drop {a}")
     args = ["-flto=full"]
     if compiles:
@@ -137,10 +142,37 @@ def whole_program_args(
     return args
 
 
-def is_bitcode(path: str) -> bool:
-    """Whether `path` is an LLVM bitcode file (a whole-program compile step's object)."""
+# The symbol a whole-program compile step's object refers to (passes/WholeProgram).
+WHOLE_PROGRAM_GUARD = b"__pmkit_link_with_pmkit_cc_whole_program"
+
+
+def is_whole_program_object(path: str) -> bool:
+    """Whether `path` is the bitcode object of a whole-program compile step (not any -flto
+    object: only those carry the guard symbol's name)."""
     with open(path, "rb") as f:
-        return f.read(4) == b"BC\xc0\xde"
+        data = f.read()
+    return data[:4] == b"BC\xc0\xde" and WHOLE_PROGRAM_GUARD in data
+
+
+# Options that hold a list (-pmkit-clobber-allow=f,g): given twice, the lists add up.
+LIST_OPTIONS = ("-pmkit-clobber-allow", "-pmkit-ssapp-allow")
+
+
+def merge_list_options(opts: list[str]) -> list[str]:
+    """`opts` with each list option once, its names sorted and unique, where the first of them
+    was: the compile and link steps then record and compare the same text."""
+    out: list[str] = []
+    names: dict[str, set[str]] = {}
+    for o in opts:
+        name, _, value = o.partition("=")
+        if name in LIST_OPTIONS:
+            if name not in names:
+                names[name] = set()
+                out.append(name)
+            names[name].update(v for v in value.split(",") if v)
+        else:
+            out.append(o)
+    return [f"{o}={','.join(sorted(names[o]))}" if o in names else o for o in out]
 
 
 def pmkit_mllvm_options(rest: list[str]) -> tuple[list[str], list[str]]:
@@ -301,7 +333,7 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     links = not any(a in NO_LINK for a in rest)
     if links and not whole:
         for a in rest:
-            if a.endswith(".o") and os.path.isfile(a) and is_bitcode(a):
+            if a.endswith(".o") and os.path.isfile(a) and is_whole_program_object(a):
                 raise UsageError(
                     f"{a} was compiled with --whole-program: link with --whole-program too"
                 )
@@ -309,7 +341,7 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         if not p.plugin:
             raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
         rest, user = pmkit_mllvm_options(rest)
-        options = [f"-pmkit-mode={mode}", *robust, *user]
+        options = merge_list_options([f"-pmkit-mode={mode}", *robust, *user])
         options += ["-pmkit-trace"] + (["-pmkit-trace-loads"] if loads else []) if trace else []
         cmd += whole_program_args(rest, options, p.plugin, compiles, links)
         if compiles and not any(a.startswith("-g") for a in rest):

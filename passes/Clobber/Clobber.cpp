@@ -1030,7 +1030,7 @@ void ClobberInstrumenter::instrumentFase(Function &F) {
     At = At->getNextNode();
   IRBuilder<> B(At);
   Value *Outer = B.CreateICmpNE(
-      B.CreateCall(Enter, {ConstantInt::get(I64, pmkit::faseId(F.getName()))}),
+      B.CreateCall(Enter, {ConstantInt::get(I64, pmkit::faseId(F))}),
       ConstantInt::get(I32, 0));
   Instruction *Then = SplitBlockAndInsertIfThen(Outer, At, false);
   IRBuilder<> R(Then);
@@ -1258,6 +1258,10 @@ bool ClobberInstrumenter::run() {
       Fases.insert(&F);
   if (Fases.empty())
     return Stripped;
+  if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {
+    diag(Same->first, Same->second, true);
+    return Stripped;
+  }
   for (Function *F : Fases) {
     NumInlined += pmkit::inlineCallees(*F, InlineLimit);
     NumStripped += pmkit::stripPersistOps(*F);
@@ -1289,7 +1293,7 @@ bool ClobberInstrumenter::run() {
     instrumentFase(*F);
     if (Failed)
       return true;
-    Table.push_back({pmkit::faseId(F->getName()), F, makeReplay(*F)});
+    Table.push_back({pmkit::faseId(*F), F, makeReplay(*F)});
     ++NumFase;
   }
   emitTable();

@@ -5,7 +5,10 @@
 #include "Common/Fase.h"
 #include "Annotations/Annotations.h"
 #include "Common/PersistOps.h"
+#include "Common/SourceLoc.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
@@ -15,7 +18,19 @@
 
 using namespace llvm;
 
-uint64_t pmkit::faseId(StringRef Name) {
+StringRef pmkit::faseName(const Function &F) {
+  StringRef Name = F.getName();
+  if (F.hasLocalLinkage()) {
+    auto [Base, Suffix] = Name.rsplit('.');
+    if (!Suffix.empty() && Suffix != Name &&
+        all_of(Suffix, [](char C) { return isDigit(C); }))
+      return Base;
+  }
+  return Name;
+}
+
+uint64_t pmkit::faseId(const Function &F) {
+  StringRef Name = faseName(F);
   uint64_t H = 0xcbf29ce484222325ull;
   for (unsigned char C : Name)
     H = (H ^ C) * 0x100000001b3ull;
@@ -97,4 +112,23 @@ bool pmkit::stripFaseAnchors(Module &M) {
   if (Keep->use_empty())
     Keep->eraseFromParent();
   return true;
+}
+
+std::optional<std::pair<const Instruction *, std::string>>
+pmkit::sameFaseIds(ArrayRef<Function *> Fases) {
+  DenseMap<uint64_t, const Function *> Seen;
+  for (const Function *F : Fases) {
+    auto [It, New] = Seen.try_emplace(faseId(*F), F);
+    if (New)
+      continue;
+    const Instruction *A = &It->second->getEntryBlock().front();
+    const Instruction *B = &F->getEntryBlock().front();
+    return std::make_pair(
+        B, "FASEs " + faseName(*It->second).str() + " (" + sourceLoc(A) +
+               ") and " + faseName(*F).str() + " (" + sourceLoc(B) +
+               ") have the same id (two functions of one name, each local "
+               "to its file): recovery would take one for the other; "
+               "rename one");
+  }
+  return std::nullopt;
 }

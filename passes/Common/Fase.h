@@ -8,16 +8,30 @@
 #ifndef PMKIT_PASSES_COMMON_FASE_H
 #define PMKIT_PASSES_COMMON_FASE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace pmkit {
 
-// A FASE's id in the runtime's tables: 64-bit FNV-1a of its symbol name.
-uint64_t faseId(llvm::StringRef Name);
+// A FASE's id in the runtime's tables: 64-bit FNV-1a of its symbol name,
+// for a function local to its file without the ".N" a whole-program link
+// adds to tell two of one name apart (so the id does not depend on the
+// order of the link: sameFaseIds below refuses the pair instead).
+uint64_t faseId(const llvm::Function &F);
+// The name that id is made of.
+llvm::StringRef faseName(const llvm::Function &F);
+
+// If two FASEs among `Fases` have the same id (recovery would take one for
+// the other): where to report it (the second's entry) and the message.
+std::optional<std::pair<const llvm::Instruction *, std::string>>
+sameFaseIds(llvm::ArrayRef<llvm::Function *> Fases);
 
 // Inline every call with a body into F, breadth first, while F stays under
 // Limit instructions; the number of call sites inlined.

@@ -1181,7 +1181,7 @@ void SSAPPInstrumenter::emitTable() {
                                       GlobalValue::PrivateLinkage, Name,
                                       "__pmkit_ssapp_name");
     Ents.push_back(ConstantStruct::get(
-        EntTy, {ConstantInt::get(I64, pmkit::faseId(E.Fase->getName())), NameGV,
+        EntTy, {ConstantInt::get(I64, pmkit::faseId(*E.Fase)), NameGV,
                 E.Recover, ConstantInt::get(I32, E.FrameBytes),
                 ConstantInt::get(I32, E.Rises.size()), RGV, SGV,
                 ConstantInt::get(I32, Flags),
@@ -1209,6 +1209,10 @@ bool SSAPPInstrumenter::run() {
       Fases.insert(&F);
   if (Fases.empty())
     return Changed;
+  if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {
+    diag(Same->first, Same->second);
+    return true;
+  }
   for (Function *F : Fases) {
     NumInlined += pmkit::inlineCallees(*F, InlineLimit);
     NumStripped += pmkit::stripPersistOps(*F);
@@ -1242,9 +1246,8 @@ bool SSAPPInstrumenter::run() {
         Anchor = &A;
         break;
       }
-    Frame = B.CreateCall(
-        rtFn("__pmkit_ssapp_enter", Ptr, {I64, Ptr}),
-        {ConstantInt::get(I64, pmkit::faseId(F->getName())), Anchor});
+    Frame = B.CreateCall(rtFn("__pmkit_ssapp_enter", Ptr, {I64, Ptr}),
+                         {ConstantInt::get(I64, pmkit::faseId(*F)), Anchor});
     for (Argument &A : F->args())
       if (A.getType()->isPointerTy())
         B.CreateCall(

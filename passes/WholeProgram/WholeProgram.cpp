@@ -81,8 +81,12 @@ void applyOptions(const std::vector<std::string> &Options, StringRef Where) {
     const char *Argv[] = {"pmkit options", O.c_str()};
     std::string Err;
     raw_string_ostream ErrOS(Err);
-    if (!cl::ParseCommandLineOptions(2, Argv, "", &ErrOS))
-      fail(Where + ": " + StringRef(ErrOS.str()).trim());
+    if (!cl::ParseCommandLineOptions(2, Argv, "", &ErrOS)) {
+      // (A bad value is reported on stderr, not in ErrOS.)
+      StringRef Why = StringRef(ErrOS.str()).trim();
+      fail(Where + ": " +
+           (Why.empty() ? "bad option '" + O + "' (above)" : Why));
+    }
   }
 }
 
@@ -134,6 +138,11 @@ PreservedAnalyses WholeProgramLinkPass::run(Module &M,
   for (const auto &[File, Opts] : Records) {
     for (const std::string &O : Opts) {
       std::string Name = optionName(O).str();
+      // Tracing needs the link to link libpmkit-trace, which pmkit cc
+      // does only when the link has --trace.
+      if (StringRef(Name).startswith("-pmkit-trace") && !Effective.count(Name))
+        fail(File + " was compiled with --trace: give --trace to the link "
+                    "step too (it links libpmkit-trace)");
       auto It = Effective.find(Name);
       if (It == Effective.end()) {
         Effective[Name] = O;
@@ -146,10 +155,11 @@ PreservedAnalyses WholeProgramLinkPass::run(Module &M,
     }
   }
   // An option that only some objects were compiled with would silently
-  // apply to all of them.
+  // apply to all of them. (A report is not a choice about the program: one
+  // object's asks for all of it.)
   for (const std::string &O : CompileOnly)
     for (const auto &[File, Opts] : Records)
-      if (llvm::find(Opts, O) == Opts.end())
+      if (!optionName(O).endswith("-report") && !llvm::is_contained(Opts, O))
         fail(From[optionName(O).str()] + " was compiled with " + O + " but " +
              File +
              " was not: give it to the link step to apply it to the "

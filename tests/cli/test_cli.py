@@ -308,3 +308,77 @@ def test_cc_friction(run, tmp_path):
     for extra in ([], ["--trace"]):
         r = run("cc", "--mode=robust", *extra, str(obj), "-o", str(tmp_path / "k3"))
         assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+STEP_C = """#include <pmkit/pmkit.h>
+struct s { long v; };
+static PMKIT_FASE void step(struct s *p, long v) { p->v += v; }
+void run_{x}(struct s *p) {{ step(p, 1); }}
+"""
+
+
+@pytest.mark.parametrize("mode", ["clobber", "ssapp"])
+def test_whole_program_refuses_two_fases_of_one_name(run, tmp_path, mode):
+    """Two static FASEs named step in two files: a whole-program link renames one (step.N),
+    whose id then followed the order of the link, so a rebuilt program recovered one with the
+    other's logged arguments. The link refuses them, naming both."""
+    srcs = []
+    for x in ("a", "b"):
+        f = tmp_path / f"{x}.c"
+        f.write_text(STEP_C.replace("{x}", x).replace("{{", "{").replace("}}", "}"))
+        srcs.append(str(f))
+    main = tmp_path / "m.c"
+    main.write_text("struct s; void run_a(struct s *); void run_b(struct s *);\n"
+                    "int main(void) { return 0; }\n")  # fmt: skip
+    r = run("cc", f"--mode={mode}", "--whole-program", "-O2", str(main), *srcs,
+            "-o", str(tmp_path / "w"))  # fmt: skip
+    assert r.returncode != 0
+    assert "FASEs step (" in r.stderr and "a.c:3) and step (" in r.stderr, r.stderr
+    assert "b.c:3) have the same id" in r.stderr, r.stderr
+
+
+ALLOW_C = """#include <pmkit/pmkit.h>
+void ext_a(void);
+void ext_b(void);
+struct s { long v; };
+PMKIT_FASE void bump(struct s *p) { ext_a(); p->v += 1; ext_b(); }
+int main(void) { return 0; }
+"""
+
+
+def test_whole_program_option_edges(run, tmp_path):
+    """Found by a review: list options given twice, or in another order at the link, are one
+    list; --trace given to the compile steps only is an error that says what to do, not a
+    pile of undefined symbols; a bad option value names the option; --report on some objects
+    only is not a conflict; an -flto object of a build without --whole-program is not taken
+    for a whole-program object."""
+    src, ext = tmp_path / "allow.c", tmp_path / "ext.c"
+    src.write_text(ALLOW_C)
+    ext.write_text("void ext_a(void) {}\nvoid ext_b(void) {}\n")
+    native = str(tmp_path / "ext.o")
+    subprocess.run(["clang-16", "-c", str(ext), "-o", native], check=True)
+    wp = ["cc", "--mode=clobber", "--whole-program"]
+    obj = str(tmp_path / "allow.o")
+    r = run(*wp, "--clobber-allow=ext_a", "--clobber-allow=ext_b", "-c", str(src), "-o", obj)
+    assert r.returncode == 0, r.stderr
+    r = run(*wp, "--clobber-allow=ext_b,ext_a", obj, native, "-o", str(tmp_path / "x"))
+    assert r.returncode == 0, r.stderr
+    traced = str(tmp_path / "traced.o")
+    allow = "--clobber-allow=ext_a,ext_b"
+    assert run(*wp, allow, "--trace", "-c", str(src), "-o", traced).returncode == 0
+    r = run(*wp, allow, traced, native, "-o", str(tmp_path / "x"))
+    assert r.returncode != 0
+    assert "was compiled with --trace: give --trace to the link step too" in r.stderr, r.stderr
+    r = run(*wp, allow, "-mllvm", "-pmkit-clobber-setting=bogus", "-c", str(src), "-o", obj)
+    assert r.returncode != 0
+    assert "bad option '-pmkit-clobber-setting=bogus'" in r.stderr, r.stderr
+    reported = str(tmp_path / "reported.o")
+    assert run(*wp, allow, "--report", "-c", str(src), "-o", reported).returncode == 0
+    assert run(*wp, allow, "-c", str(ext), "-o", str(tmp_path / "ext-wp.o")).returncode == 0
+    r = run(*wp, allow, reported, str(tmp_path / "ext-wp.o"), "-o", str(tmp_path / "x"))
+    assert r.returncode == 0 and "pmkit-clobber: bump" in r.stderr, r.stderr
+    thin = str(tmp_path / "thin.o")
+    assert run("cc", "--mode=robust", "-flto=thin", "-c", str(ext), "-o", thin).returncode == 0
+    r = run("cc", "--mode=robust", "-flto=thin", "-fuse-ld=lld", "-shared", thin,
+            "-o", str(tmp_path / "libthin.so"))  # fmt: skip
+    assert r.returncode == 0 and "compiled with --whole-program" not in r.stderr, r.stderr
