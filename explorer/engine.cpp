@@ -1679,7 +1679,14 @@ int Engine::run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   report(secs);
-  return failed || nonRobust ? 1 : 0;
+  if (failed || nonRobust)
+    return 1;
+  if (!warnings.empty()) {
+    fprintf(stderr, "pmkit explore: the trace missed writes to a pool: no "
+                    "verdict (see the warning)\n");
+    return 2;
+  }
+  return 0;
 }
 
 // What a run that found no failure did not cover, in words.
@@ -1949,6 +1956,11 @@ void Engine::report(double secs) {
     printf("\nresult: FAILED: no checked image is inconsistent, but %llu of "
            "%llu crash images are not robust\n",
            (unsigned long long)nonRobust, (unsigned long long)robustChecked);
+  else if (!warnings.empty())
+    printf("\nresult: INCOMPLETE: no failure in %llu images, but the trace "
+           "missed writes to a pool (the warning above): the images explored "
+           "are not the program's, so this is no verdict\n",
+           (unsigned long long)checked);
   else if (exhaustive)
     printf("\nresult: ok (exhaustive): every crash image of all %zu crash "
            "points is consistent (%llu distinct images checked)\n",
@@ -1962,6 +1974,7 @@ void Engine::report(double secs) {
     js += std::string(i ? ", " : "") + jsonStr(warnings[i]);
   js += "],\n  \"result\": " +
         jsonStr(failed || nonRobust ? "failed"
+                : !warnings.empty() ? "incomplete"
                 : exhaustive        ? "ok"
                                     : "sampled") +
         "\n}\n";

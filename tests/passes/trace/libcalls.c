@@ -22,7 +22,7 @@
 // RUN: %explore --no-progress --budget 100 --check 'true {pool}' -- %t.exe %t.pool %s \
 // RUN:   | %FileCheck %s --check-prefix=CLEAN --implicit-check-not=differs
 // RUN: rm -f %t.pool
-// RUN: %explore --no-progress --budget 100 --check 'true {pool}' -- %t.exe %t.pool %s x \
+// RUN: %not %explore --no-progress --budget 100 --check 'true {pool}' -- %t.exe %t.pool %s x \
 // RUN:   | %FileCheck %s --check-prefix=DIFFERS
 #include <fcntl.h>
 #include <pmkit/pmkit.h>
@@ -113,3 +113,5 @@ int main(int argc, char **argv) {
   return n == sizeof r->buf ? 0 : 1;
 }
 #endif
+// (after the warning) no verdict:
+// DIFFERS: result: INCOMPLETE: no failure in {{[0-9]+}} images, but the trace missed writes
