@@ -406,6 +406,10 @@ void PMAliasSolver::constrainConstant(const Constant *C, NodeId N,
                       "function " + F->getName().str());
     FuncOf[O] = const_cast<Function *>(F);
     addPts(N, loc(O, Off));
+  } else if (auto *GA = dyn_cast<GlobalAlias>(C)) {
+    // An alias is its aliasee (C++ complete-object constructors are
+    // aliases of the base-object ones: -mconstructor-aliases).
+    constrainConstant(GA->getAliasee(), N, Off);
   } else if (auto *GV = dyn_cast<GlobalValue>(C)) {
     addPts(N, loc(siteObj(GV, ObjKind::Global, "global " + GV->getName().str()),
                   Off));
@@ -591,6 +595,17 @@ void PMAliasSolver::constrainInstruction(Instruction &I) {
   }
 }
 
+// The function a call calls, through an alias too; null for an indirect
+// call. (A call of an alias left as an unresolved indirect call gave the
+// callee's parameters no source: a constructor called through its alias
+// took `this` for DRAM.)
+static Function *calledFunction(CallBase &CB) {
+  Value *V = CB.getCalledOperand()->stripPointerCasts();
+  if (auto *GA = dyn_cast<GlobalAlias>(V))
+    V = GA->getAliaseeObject();
+  return dyn_cast_or_null<Function>(V);
+}
+
 void PMAliasSolver::constrainCall(CallBase &CB) {
   NodeId Ret = carriesPointers(CB.getType()) ? node(&CB) : 0;
   bool HasRet = carriesPointers(CB.getType());
@@ -611,7 +626,7 @@ void PMAliasSolver::constrainCall(CallBase &CB) {
       addPts(Ret, loc(Unknown, AnyOff));
     return;
   }
-  Function *Callee = CB.getCalledFunction();
+  Function *Callee = calledFunction(CB);
   if (Callee && !Callee->isDeclaration()) {
     constrainDefinedAllocator(CB, *Callee);
     for (unsigned I = 0; I < CB.arg_size() && I < Callee->arg_size(); I++)

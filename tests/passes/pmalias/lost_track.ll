@@ -1,5 +1,6 @@
 ; SPDX-License-Identifier: Apache-2.0
-; pmkit-pmalias never turns a pointer it lost track of into DRAM. A PM
+; pmkit-pmalias never turns a pointer it lost track of into DRAM, and
+; follows calls through aliases. A PM
 ; pointer copied through memory as an i128 (two pointers at once) keeps its
 ; source; one copied as two i32 halves has no source the analysis follows,
 ; and is "may be PM" for that reason. A pointer that is only ever null stays
@@ -13,6 +14,9 @@
 ; CHECK: wide: PM {{.*}}store i64 1{{.*}}; pmkit_alloc at
 ; CHECK: halves: PM {{.*}}store i64 2{{.*}}; unknown memory (no source found for the pointer)
 ; CHECK: null: DRAM {{.*}}store i64 3
+; A constructor called through its alias (C1 -> C2, as clang emits them)
+; is a direct call: `this` keeps its source.
+; CHECK: ctor_base: PM {{.*}}store i64 4{{.*}}; pmkit_alloc at
 
 declare i32 @pmkit_alloc(ptr, i64, ptr)
 
@@ -50,4 +54,23 @@ define void @halves(ptr %pool) {
 define void @null() {
   store i64 3, ptr null
   ret void
+}
+
+@ctor_complete = internal alias void (ptr), ptr @ctor_base
+
+define internal void @ctor_base(ptr %this) {
+  store i64 4, ptr %this
+  ret void
+}
+
+define void @construct(ptr %pool) personality ptr null {
+  %slot = alloca ptr
+  call i32 @pmkit_alloc(ptr %pool, i64 64, ptr %slot)
+  %obj = load ptr, ptr %slot
+  invoke void @ctor_complete(ptr %obj) to label %ok unwind label %bad
+ok:
+  ret void
+bad:
+  %lp = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %lp
 }
