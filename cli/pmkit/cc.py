@@ -81,6 +81,13 @@ Also usable as CC="pmkit cc" in a build system.
 NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "--version", "-###"}
 
 
+# Which mode a -mllvm -pmkit-* option belongs to, by prefix.
+OPTION_MODES = (
+    ("-pmkit-robust-", "robust"), ("-pmkit-pmalias-", "robust"), ("-pmkit-clobber-", "clobber"),
+    ("-pmkit-ssapp-", "ssapp"), ("-pmkit-arp-", "arp"),
+)  # fmt: skip
+
+
 class UsageError(Exception):
     """A usage error (exit status 2)."""
 
@@ -316,6 +323,19 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     if report:
         robust.append(f"-pmkit-{mode}-report")
     robust += clobber + ssapp + arp  # the mode's -mllvm options
+    # A mode's -mllvm option given to another mode would be parsed and do nothing.
+    for a, b in zip(rest, rest[1:], strict=False):
+        owner = next((m for pre, m in OPTION_MODES if b.startswith(pre)), None)
+        if a == "-mllvm" and owner and owner != mode:
+            raise UsageError(f"{b} is an option of --mode={owner}, not of --mode={mode}")
+    if whole and any(
+        rest[i : i + 3] == ["-Xclang", "-mllvm", "-Xclang"] and rest[i + 3].startswith("-pmkit-")
+        for i in range(len(rest) - 3)
+    ):
+        raise UsageError(
+            "give pmkit options as -mllvm -pmkit-... (not through -Xclang): a whole-program "
+            "build records them for the link step"
+        )
     if loads and not trace:
         raise UsageError("--trace-loads needs --trace")
     if not rest:

@@ -39,6 +39,23 @@ def test_help_and_version(run):
         (["cc", "--mode=clobber", "--clobber-allow=", "x.c"], "function names"),
         (["cc", "--report", "x.c"], "--report needs --mode=robust"),
         (["cc", "--mode=arp", "--whole-program", "x.c"], "needs --mode=robust, --mode=clobber or"),
+        (
+            ["cc", "--mode=clobber", "-mllvm", "-pmkit-robust-setting=opt", "x.c"],
+            "-pmkit-robust-setting=opt is an option of --mode=robust, not of --mode=clobber",
+        ),
+        (
+            [
+                "cc",
+                "--mode=robust",
+                "--whole-program",
+                "-Xclang",
+                "-mllvm",
+                "-Xclang",
+                "-pmkit-robust-no-split",
+                "x.c",
+            ],
+            "not through -Xclang",
+        ),
         (["cc", "--mode=robust", "--robust-setting=fast", "x.c"], "unknown robust setting"),
         (["cc", "--mode=robust", "--pm-allocators=/nonexistent", "x.c"], "no such file"),
         (["cc"], "no input files"),
