@@ -31,6 +31,7 @@
  * pmk_heap_open (rebuild after open), pmkit_pool_gc.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -888,6 +889,22 @@ void pmk_heap_close(pmkit_pool *p) {
  * ------------------------------------------------------------------------------
  */
 
+int pmk_root_check(pmkit_pool *p) {
+  uint64_t off = p->st->root_off;
+  if (!off)
+    return 0;
+  struct blk b;
+  if (off < p->hdr->heap_off || off >= p->size ||
+      blk_at(p, p->base + off, &b) || !blk_live(p, &b) ||
+      b.addr != p->base + off)
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "root object at offset %#llx is not an allocated block",
+                   (unsigned long long)off);
+  if (b.size < p->st->root_size)
+    return pmk_err(PMKIT_E_CORRUPT, "root object smaller than recorded");
+  return 0;
+}
+
 int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
   pthread_once(&cls_once, cls_init);
   int r = table_ok(p);
@@ -919,16 +936,8 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
     nsmall++;
     id++;
   }
-  if (p->st->root_off) {
-    struct blk b;
-    if (blk_at(p, p->base + p->st->root_off, &b) || !blk_live(p, &b))
-      return pmk_err(PMKIT_E_CORRUPT,
-                     "root object at offset %#llx is not an "
-                     "allocated block",
-                     (unsigned long long)p->st->root_off);
-    if (b.size < p->st->root_size)
-      return pmk_err(PMKIT_E_CORRUPT, "root object smaller than recorded");
-  }
+  if ((r = pmk_root_check(p)) != 0)
+    return r;
   if (info) {
     info->blocks_used = used;
     info->bytes_used = bytes;
@@ -991,6 +1000,14 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_gc: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
+  /* gc frees what it cannot reach: on metadata it cannot trust (a corrupt
+   * root offset, a zeroed state page) that would be every live block. */
+  if (pmkit_pool_check(p) != 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", pmkit_errormsg());
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "the pool is inconsistent (%s): gc freed nothing", why);
+  }
   /* A section in flight will be re-executed or rolled back: the blocks it
    * frees, or unpublished, may be live again afterwards. */
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)

@@ -296,6 +296,9 @@ PMK_HIDDEN extern const uint32_t pmk_class_size[PMK_NCLASS];
 PMK_HIDDEN int pmk_heap_open(pmkit_pool *p, int repair);
 PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
 PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
+/* 0 if the pool has no root object or it is an allocated block (its start)
+ * of at least the recorded size; else PMKIT_E_CORRUPT. */
+PMK_HIDDEN int pmk_root_check(pmkit_pool *p);
 PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
 PMK_HIDDEN void pmk_tc_unreserve(pmkit_pool *p);
 /* Entries of slot c's journal: the leading ones whose check holds, none

@@ -552,7 +552,9 @@ int pmkit_root(pmkit_pool *p, size_t size, void **out) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_root: bad argument");
   pthread_mutex_lock(&p->root_lock);
   int r = 0;
-  if (p->st->root_off) {
+  if (p->st->root_off && (r = pmk_root_check(p)) != 0) {
+    /* a root offset the state page cannot vouch for: refuse it */
+  } else if (p->st->root_off) {
     if (p->st->root_size < size)
       r = pmk_err(PMKIT_E_INVAL, "root object is %llu bytes; %zu requested",
                   (unsigned long long)p->st->root_size, size);

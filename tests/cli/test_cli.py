@@ -399,3 +399,44 @@ def test_whole_program_option_edges(run, tmp_path):
     r = run("cc", "--mode=robust", "-flto=thin", "-fuse-ld=lld", "-shared", thin,
             "-o", str(tmp_path / "libthin.so"))  # fmt: skip
     assert r.returncode == 0 and "compiled with --whole-program" not in r.stderr, r.stderr
+
+
+ROOTED_C = """#include <pmkit/pmkit.h>
+int main(int c, char **v) {
+  pmkit_pool *p;
+  void *r, *b;
+  if (pmkit_pool_open(v[1], 0, &p) || pmkit_root(p, 64, &r) || pmkit_alloc(p, 64, &b))
+    return 2;
+  *(void **)r = b;
+  pmkit_persist(r, 8);
+  return pmkit_pool_close(p);
+}
+"""
+
+
+def test_pool_gc_refuses_a_pool_check_rejects(run, shm, tmp_path):
+    """gc frees what it cannot reach: with the root offset in the state page pointing into
+    the root block instead of at it, it would have found nothing reachable and freed every
+    live block. It runs the full check first and refuses, freeing nothing."""
+    import struct
+
+    pool = shm / "gc-refuse.pool"
+    pool.unlink(missing_ok=True)
+    assert run("pool", "create", str(pool), "--size", "8M").returncode == 0
+    src = tmp_path / "rooted.c"
+    src.write_text(ROOTED_C)
+    assert run("cc", str(src), "-o", str(tmp_path / "rooted")).returncode == 0
+    assert subprocess.run([str(tmp_path / "rooted"), str(pool)]).returncode == 0
+    with open(pool, "r+b") as f:  # the state page: run_gen, root_off, root_size at 4096
+        f.seek(4096 + 8)
+        (off,) = struct.unpack("<Q", f.read(8))
+        f.seek(4096 + 8)
+        f.write(struct.pack("<Q", off + 8))
+    assert run("pool", "check", str(pool)).returncode == 1
+    r = run("pool", "gc", str(pool))
+    assert r.returncode == 1 and "gc freed nothing" in r.stderr, r.stderr
+    with open(pool, "r+b") as f:
+        f.seek(4096 + 8)
+        f.write(struct.pack("<Q", off))
+    r = run("pool", "info", str(pool))
+    assert "allocated: 2 blocks" in r.stdout, r.stdout

@@ -4,8 +4,11 @@
  * chain from the root (through an interior pointer, and a large block) and
  * a block referenced from a context's extension word survive; unreachable
  * blocks, including a cycle, are freed; a block referenced only by a pool
- * offset survives only with PMKIT_GC_OFFSETS.
+ * offset survives only with PMKIT_GC_OFFSETS. gc refuses, freeing nothing,
+ * a pool that pmkit_pool_check rejects.
  */
+#include <string.h>
+
 #include "pmkit/abi.h"
 #include "testutil.h"
 
@@ -52,6 +55,30 @@ int main(void) {
   CHECK(pmkit_usable_size(p, a) && pmkit_usable_size(p, b) &&
         pmkit_usable_size(p, big) && pmkit_usable_size(p, viaext));
   CHECK_OK(pmkit_pool_check(p));
+
+  /* gc refuses a pool that check rejects, and frees nothing: a root offset
+   * that is not a block's start (on which gc would have found nothing
+   * reachable and freed every block), a zeroed run generation. pmkit_root
+   * refuses the bad offset too. The state page: run_gen, root_off,
+   * root_size at PMK_STATE_OFF (4096). */
+  uint64_t *state = (uint64_t *)((char *)pmkit_pool_base(p) + 4096);
+  uint64_t saved[2] = {state[0], state[1]};
+  void *r2;
+  state[1] = saved[1] + 8;
+  CHECK(pmkit_pool_gc(p, 0, &st) == PMKIT_E_CORRUPT);
+  CHECK(strstr(pmkit_errormsg(), "is not an allocated block") &&
+        strstr(pmkit_errormsg(), "gc freed nothing"));
+  CHECK(pmkit_root(p, sizeof *root, &r2) == PMKIT_E_CORRUPT);
+  state[1] = saved[1];
+  state[0] = 0;
+  CHECK(pmkit_pool_gc(p, 0, &st) == PMKIT_E_CORRUPT);
+  state[0] = saved[0];
+  CHECK(pmkit_usable_size(p, a) && pmkit_usable_size(p, b) &&
+        pmkit_usable_size(p, big) && pmkit_usable_size(p, viaext));
+  CHECK_OK(pmkit_root(p, sizeof *root, &r2));
+  CHECK(r2 == root);
+  CHECK_OK(pmkit_pool_gc(p, 0, &st));
+  CHECK(st.blocks_freed == 0 && st.blocks_live == 5);
   /* The allocator keeps working after the rebuild. */
   void *n;
   CHECK_OK(pmkit_alloc(p, 64, &n));
