@@ -281,14 +281,29 @@ int pmkit_pool_create(const char *path, size_t size,
   if (access(path, F_OK) == 0)
     return pmk_err(PMKIT_E_EXIST, "%s already exists", path);
 
-  char tmp[4096];
+  /* The new pool is an unnamed file in the target's directory, given its
+   * name only once complete: a crash or kill before that leaves nothing.
+   * Where the file system has no unnamed files, a named one
+   * (PATH.pmkit-new.PID), removed on failure. */
+  char tmp[4096], dir[4096];
   if (snprintf(tmp, sizeof tmp, "%s.pmkit-new.%d", path, (int)getpid()) >=
       (int)sizeof tmp)
     return pmk_err(PMKIT_E_INVAL, "path too long");
-  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    slash[slash == dir] = '\0'; /* "/x" -> "/" */
+  int named = 0;
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    named = 1;
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  }
   if (fd < 0)
     return pmk_err(errno == ENOENT ? PMKIT_E_NOENT : PMKIT_E_IO,
-                   "cannot create %s: %s", tmp, strerror(errno));
+                   "cannot create %s: %s", path, strerror(errno));
   pmkit_pool *p = pool_new(path, fd);
   int r;
   void *m = NULL;
@@ -354,16 +369,20 @@ int pmkit_pool_create(const char *path, size_t size,
   pmkit_flush(&h->checksum, sizeof h->checksum);
   pmk_fence();
   if (fsync(fd) != 0) {
-    r = pmk_err(PMKIT_E_IO, "fsync %s: %s", tmp, strerror(errno));
+    r = pmk_err(PMKIT_E_IO, "fsync %s: %s", path, strerror(errno));
     goto fail;
   }
-  if (link(tmp, path) != 0) {
+  char self[64];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+  if (named ? link(tmp, path) != 0
+            : linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
     r = errno == EEXIST ? pmk_err(PMKIT_E_EXIST, "%s already exists", path)
                         : pmk_err(PMKIT_E_IO, "cannot create %s: %s", path,
                                   strerror(errno));
     goto fail;
   }
-  unlink(tmp);
+  if (named)
+    unlink(tmp);
   attach(p, m);
   p->gen = st->run_gen;
   if (!(r = reg_add(p)))
@@ -380,7 +399,8 @@ int pmkit_pool_create(const char *path, size_t size,
 fail:
   if (m)
     munmap(m, size);
-  unlink(tmp);
+  if (named)
+    unlink(tmp);
   if (p)
     pool_free(p);
   else

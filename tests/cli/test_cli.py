@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -440,3 +441,25 @@ def test_pool_gc_refuses_a_pool_check_rejects(run, shm, tmp_path):
         f.write(struct.pack("<Q", off))
     r = run("pool", "info", str(pool))
     assert "allocated: 2 blocks" in r.stdout, r.stdout
+
+
+def test_pool_create_killed_leaves_nothing(run, shm):
+    """A pool is built as an unnamed file and named once complete: `kill -9` at any moment of
+    `pmkit pool create` leaves either no file or a whole pool, never a PATH.pmkit-new.PID."""
+    import signal
+    import time
+
+    pool = shm / "killed-create.pool"
+    for delay in (0.02, 0.05, 0.1, 0.2, 0.4):
+        pool.unlink(missing_ok=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "pmkit", "pool", "create", str(pool), "--size", "1G"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert not list(shm.glob("killed-create.pool.pmkit-new.*")), delay
+        if pool.exists():
+            assert run("pool", "check", str(pool)).returncode == 0
+    pool.unlink(missing_ok=True)
