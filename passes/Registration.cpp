@@ -109,6 +109,24 @@ const ModeInfo &selectedMode() {
   llvm_unreachable("every Mode has a ModeTable entry");
 }
 
+// What a build adds at pipeline start (annotations, the mode's early passes)
+// and after the optimizer (the mode's late passes, then tracing, which sees
+// the code as it will run). A whole-program link runs both around clang's
+// LTO pipeline.
+void addStartPasses(ModulePassManager &MPM, OptimizationLevel Level) {
+  const ModeInfo &Selected = selectedMode();
+  MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
+  Selected.AddPasses(MPM, Level);
+}
+
+void addLastPasses(ModulePassManager &MPM, OptimizationLevel Level) {
+  const ModeInfo &Selected = selectedMode();
+  if (Selected.AddLatePasses)
+    Selected.AddLatePasses(MPM, Level);
+  if (pmkit::traceEnabled())
+    MPM.addPass(pmkit::TracePass());
+}
+
 bool parseModulePass(StringRef Name, ModulePassManager &MPM,
                      ArrayRef<PassBuilder::PipelineElement>) {
   if (Name == pmkit::AnnotationsPass::PassName) {
@@ -164,50 +182,38 @@ void registerCallbacks(PassBuilder &PB) {
     MAM.registerPass([] { return pmkit::PMAliasAnalysis(); });
   });
   PB.registerPipelineParsingCallback(parseModulePass);
-  // The link step of a whole-program build (WholeProgram.h): the same
-  // passes as one file's build below, around clang's LTO pipeline. PB
-  // outlives the pipeline it builds.
+  // The link step of a whole-program build (WholeProgram.h): the passes of
+  // one file's build around clang's LTO pipeline. PB outlives the pipeline
+  // it builds.
   PB.registerPipelineParsingCallback(
       [&PB](StringRef Name, ModulePassManager &MPM,
             ArrayRef<PassBuilder::PipelineElement>) {
         return pmkit::parseWholeProgramLink(
             Name, MPM, [&PB](ModulePassManager &Inner, OptimizationLevel L) {
-              const ModeInfo &Selected = selectedMode();
-              Inner.addPass(
-                  pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
-              Selected.AddPasses(Inner, L);
+              addStartPasses(Inner, L);
               Inner.addPass(PB.buildLTODefaultPipeline(L, nullptr));
-              if (Selected.AddLatePasses)
-                Selected.AddLatePasses(Inner, L);
-              if (pmkit::traceEnabled())
-                Inner.addPass(pmkit::TracePass());
+              addLastPasses(Inner, L);
             });
       });
+  // Options are parsed by the time a pipeline is built; the compile step of
+  // a whole-program build applies its own here, attaches the annotations
+  // and records the options, and leaves the mode's passes to the link.
   PB.registerPipelineStartEPCallback([](ModulePassManager &MPM,
                                         OptimizationLevel Level) {
-    // The compile step of a whole-program build applies its options
-    // here; the others are parsed by the time a pipeline is built.
     std::vector<std::string> WholeProgram = pmkit::wholeProgramCompileOptions();
     pmkit::applyOptions(WholeProgram, "compile step");
-    const ModeInfo &Selected = selectedMode();
-    MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
-    if (!WholeProgram.empty()) {
-      MPM.addPass(pmkit::WholeProgramCompilePass(WholeProgram));
+    if (WholeProgram.empty()) {
+      addStartPasses(MPM, Level);
       return;
     }
-    Selected.AddPasses(MPM, Level);
+    const ModeInfo &Selected = selectedMode();
+    MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
+    MPM.addPass(pmkit::WholeProgramCompilePass(WholeProgram));
   });
-  // Tracing sees the code as it will run: after every mode's transforms and
-  // the optimizer.
   PB.registerOptimizerLastEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel Level) {
-        if (!pmkit::wholeProgramCompileOptions().empty())
-          return; // at link time
-        const ModeInfo &Selected = selectedMode();
-        if (Selected.AddLatePasses)
-          Selected.AddLatePasses(MPM, Level);
-        if (pmkit::traceEnabled())
-          MPM.addPass(pmkit::TracePass());
+        if (pmkit::wholeProgramCompileOptions().empty())
+          addLastPasses(MPM, Level);
       });
 }
 

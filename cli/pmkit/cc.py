@@ -156,9 +156,8 @@ WHOLE_PROGRAM_GUARD = b"__pmkit_link_with_pmkit_cc_whole_program"
 def is_whole_program_object(path: str) -> bool:
     """Whether `path` is the bitcode object of a whole-program compile step (not any -flto
     object: only those carry the guard symbol's name)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    return data[:4] == b"BC\xc0\xde" and WHOLE_PROGRAM_GUARD in data
+    with open(path, "rb") as f:  # a native object costs 4 bytes
+        return f.read(4) == b"BC\xc0\xde" and WHOLE_PROGRAM_GUARD in f.read()
 
 
 # Options that hold a list (-pmkit-clobber-allow=f,g): given twice, the lists add up.
@@ -357,28 +356,22 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
                 raise UsageError(
                     f"{a} was compiled with --whole-program: link with --whole-program too"
                 )
+    # The passes' options: the mode, its options, tracing.
+    options = [f"-pmkit-mode={mode}", *robust]
+    options += ["-pmkit-trace"] + (["-pmkit-trace-loads"] if loads else []) if trace else []
     if whole:
         if not p.plugin:
             raise paths.EnvError("--whole-program needs the pass plugin: build with passes")
         rest, user = pmkit_mllvm_options(rest)
-        options = merge_list_options([f"-pmkit-mode={mode}", *robust, *user])
-        options += ["-pmkit-trace"] + (["-pmkit-trace-loads"] if loads else []) if trace else []
+        options = merge_list_options([*options, *user])
         cmd += whole_program_args(rest, options, p.plugin, compiles, links)
-        if compiles and not any(a.startswith("-g") for a in rest):
-            # file:line in the messages and the report; the explorer's reports need -g.
-            cmd += ["-g"] if trace else ["-gline-tables-only"]
     elif p.plugin and compiles:
         cmd += [f"-fpass-plugin={p.plugin}", f"-fplugin={p.plugin}"]
-        cmd += ["-mllvm", f"-pmkit-mode={mode}"]
-        for o in robust:
+        for o in options:
             cmd += ["-mllvm", o]
-        if mode != "none" and not any(a.startswith("-g") for a in rest):
-            cmd += ["-gline-tables-only"]  # file:line in the mode's messages and report
-    if trace and compiles and not whole:
-        # Debug info gives the explorer's reports their file:line.
-        cmd += ["-mllvm", "-pmkit-trace"] + (["-mllvm", "-pmkit-trace-loads"] if loads else [])
-        if not any(a.startswith("-g") for a in rest):
-            cmd += ["-g"]
+    if compiles and (trace or mode != "none") and not any(a.startswith("-g") for a in rest):
+        # file:line in the mode's messages and report; the explorer's reports need -g.
+        cmd += ["-g"] if trace else ["-gline-tables-only"]
     cmd += [f"-I{p.include}"]
     if cxx and not any(a.startswith("-x") for a in rest):
         # `pmkit c++` compiles a .c file as C (clang++ would take it for C++, deprecated);

@@ -4,7 +4,9 @@
 // `annotate("pmkit.*")` attributes written through include/pmkit/annotations.h
 // (recorded by clang in @llvm.global.annotations) into string function
 // attributes, so that mode passes ask F.hasFnAttribute(pmkit::AttrFase)
-// instead of decoding the annotation table again. Entry point:
+// instead of decoding the annotation table again; it also marks PM
+// allocators noinline (pmkit::keepAllocatorCalls), before the optimizer
+// could inline away the calls the PM analysis recognises. Entry point:
 // pmkit::AnnotationsPass::run. Run it alone with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
 // clang-16 -fpass-plugin=pmkit-passes.so runs it at pipeline start.

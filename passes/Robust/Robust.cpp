@@ -289,18 +289,17 @@ void Robustifier::warnUnmodeled(Function &F) {
   }
 }
 
-// The address an existing persistence op writes back; null for a fence.
+// The address an existing persistence op writes back; null for a fence
+// (the library fences and the fence intrinsics take no argument) or a flush
+// whose address the asm decoder cannot name.
 const Value *writtenBackAddress(const Instruction &I) {
   const auto &CB = cast<CallBase>(I);
-  if (isa<InlineAsm>(CB.getCalledOperand()))
-    return asmEffect(asmText(I)).Flush && CB.arg_size() &&
-                   CB.getArgOperand(0)->getType()->isPointerTy()
-               ? CB.getArgOperand(0)
-               : nullptr;
-  StringRef Name = CB.getCalledFunction()->getName();
-  bool Fence = Name == "pmkit_fence" || Name == "pmem_drain" ||
-               Name == "llvm.x86.sse.sfence" || Name == "llvm.x86.sse2.mfence";
-  return Fence || !CB.arg_size() ? nullptr : CB.getArgOperand(0);
+  if (!CB.isInlineAsm())
+    return CB.arg_size() ? CB.getArgOperand(0) : nullptr;
+  for (const AsmOp &Op : asmEffect(CB).Ops)
+    if (Op.IsFlush && Op.Arg >= 0)
+      return CB.getArgOperand(Op.Arg);
+  return nullptr;
 }
 
 // Removes the program's own write-backs and fences -- but never one whose

@@ -21,28 +21,37 @@ LEDGER = Path(__file__).parent / "ledger"
 PMKIT = str(Path(sys.executable).parent / "pmkit")
 
 
-def build(system: str, tmp: Path, cc: str, cflags: str = "") -> tuple[Path, str]:
-    """Build the ledger with `system` (make or cmake); its binary and the build's output."""
-    src = tmp / "src"
-    shutil.copytree(LEDGER, src)
-    flags = f"-O2 {cflags}".strip()
+def build_with(system: str, src: Path, cc: str, flags: str, name: str) -> tuple[bool, str, Path]:
+    """Build the project in `src` (its Makefile or CMakeLists.txt, program `name`) with make
+    or cmake, CC=`cc` and CFLAGS=`flags`, as a user would: whether it built, the output of
+    every command, the program's path."""
     if system == "make":
         cmds = [["make", "-C", str(src), f"CC={cc}", "AR=llvm-ar-16", f"CFLAGS={flags}"]]
-        exe = src / "ledger"
+        exe = src / name
     else:
-        b = tmp / "build"
+        b = src / "build"
         cmds = [
             ["cmake", "-S", str(src), "-B", str(b), "-G", "Ninja",
              "-DCMAKE_AR=/usr/bin/llvm-ar-16", f"-DCMAKE_C_FLAGS={flags}"],
             ["cmake", "--build", str(b)],
         ]  # fmt: skip
-        exe = b / "ledger"
+        exe = b / name
     env = dict(os.environ, CC=cc)
     out = ""
     for c in cmds:
         r = subprocess.run(c, capture_output=True, text=True, env=env)
         out += r.stdout + r.stderr
-        assert r.returncode == 0, out
+        if r.returncode:
+            return False, out, exe
+    return True, out, exe
+
+
+def build(system: str, tmp: Path, cc: str, cflags: str = "") -> tuple[Path, str]:
+    """Build the ledger with `system` (make or cmake); its binary and the build's output."""
+    src = tmp / "src"
+    shutil.copytree(LEDGER, src)
+    ok, out, exe = build_with(system, src, cc, f"-O2 {cflags}".strip(), "ledger")
+    assert ok, out
     return exe, out
 
 
@@ -219,33 +228,22 @@ def build_options(shape: str, name: str, tmp: Path) -> Built:
     if shape != "per-file":
         args.insert(1, "--whole-program")
     cc = [PMKIT, "cc", *args]
-    if shape in ("per-file", "whole-program"):
-        cmds = [
-            [*cc, "-O1", "-c", str(src / "lib.c"), "-o", str(src / "lib.o")],
-            [*cc, "-O1", "-c", str(src / "main.c"), "-o", str(src / "main.o")],
-            ["llvm-ar-16", "rcs", str(src / "libopts.a"), str(src / "lib.o")],
-            [*cc, str(src / "main.o"), str(src / "libopts.a"), "-o", str(src / "opts")],
-        ]
-        exe = src / "opts"
-    elif shape == "make":
-        cmds = [["make", "-s", "-C", str(src), f"CC={' '.join(cc)}", "AR=llvm-ar-16"]]
-        exe = src / "opts"
-    else:
-        b = src / "build"
-        cmds = [
-            ["cmake", "-S", str(src), "-B", str(b), "-G", "Ninja",
-             "-DCMAKE_AR=/usr/bin/llvm-ar-16", "-DCMAKE_C_FLAGS=-O1"],
-            ["cmake", "--build", str(b)],
-        ]  # fmt: skip
-        exe = b / "opts"
-    env = dict(os.environ, CC=" ".join(cc))
+    if shape in ("make", "cmake"):
+        ok, out, exe = build_with(shape, src, " ".join(cc), "-O1", "opts")
+        return Built(ok, out, exe if ok else None)
+    cmds = [
+        [*cc, "-O1", "-c", str(src / "lib.c"), "-o", str(src / "lib.o")],
+        [*cc, "-O1", "-c", str(src / "main.c"), "-o", str(src / "main.o")],
+        ["llvm-ar-16", "rcs", str(src / "libopts.a"), str(src / "lib.o")],
+        [*cc, str(src / "main.o"), str(src / "libopts.a"), "-o", str(src / "opts")],
+    ]
     out = ""
     for c in cmds:
-        r = subprocess.run(c, capture_output=True, text=True, env=env)
+        r = subprocess.run(c, capture_output=True, text=True)
         out += r.stdout + r.stderr
         if r.returncode:
             return Built(False, out, None)
-    return Built(True, out, exe)
+    return Built(True, out, src / "opts")
 
 
 def test_every_option_in_every_shape(tmp_path):
