@@ -14,7 +14,7 @@ ASAN_BUILD := build-asan
 CLANG_FORMAT := clang-format-16
 C_SOURCES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null)
 
-.PHONY: all setup build demo test test-runtime test-asan test-passes test-cli \
+.PHONY: all setup build demo test test-runtime test-asan test-passes test-cli test-cli-fuzz \
         lint format bench crashtest-quick crashtest-full install clean \
         fuzz test-fuzz fuzz-run
 
@@ -32,8 +32,17 @@ demo: build
 # (The lit tests run inside test-runtime, as the CTest test pmkit-passes-lit,
 # beside the crash tests; test-passes runs them alone.)
 test: build
-	@$(MAKE) --no-print-directory lint test-runtime test-cli test-asan test-fuzz
+	@$(MAKE) --no-print-directory lint test-runtime test-asan test-cli-fuzz
 	@echo "make test: all passed"
+
+# The CLI tests keep about one core busy: the fuzzers run beside them,
+# niced, on the other; their report follows the tests'.
+test-cli-fuzz:
+	@mkdir -p $(BUILD)/fuzz; \
+	$(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz/test-fuzz.out 2>&1 & fz=$$!; \
+	$(MAKE) --no-print-directory test-cli; cli=$$?; \
+	wait $$fz; fuzz=$$?; cat $(BUILD)/fuzz/test-fuzz.out; \
+	test $$cli = 0 && test $$fuzz = 0
 
 test-runtime:
 	cd $(BUILD) && ctest --output-on-failure -j2
@@ -93,14 +102,14 @@ crashtest-full: build
 # target; its input is saved as $(BUILD)/fuzz/<target>-crash-*, its log is
 # $(BUILD)/fuzz/<target>.log.
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS := trace_reader sim_input
+FUZZ_TARGETS := trace_reader sim_input pool_open
 FUZZ_FLAGS := -rss_limit_mb=2048 -max_len=32768 -timeout=10 -print_final_stats=1
 
 fuzz: build
 	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SECONDS)
 
 test-fuzz:
-	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=20
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=20 FUZZ_POOL_SECONDS=60
 
 fuzz-run:
 	@set -e; out=$(abspath $(BUILD))/fuzz; pids=""; \
@@ -109,8 +118,10 @@ fuzz-run:
 	  if [ ! -x $$bin ]; then \
 	    echo "fuzz: $$bin is not built (PMKIT_BUILD_FUZZ: clang with libFuzzer)"; exit 1; fi; \
 	  mkdir -p $$out/work/$$t; \
-	  echo "fuzz: $$t for $(FUZZ_RUN_SECONDS) s"; \
-	  (cd $$out && nice $$bin $(FUZZ_FLAGS) -max_total_time=$(FUZZ_RUN_SECONDS) \
+	  secs=$(FUZZ_RUN_SECONDS); \
+	  if [ $$t = pool_open ]; then secs=$(or $(FUZZ_POOL_SECONDS),$(FUZZ_RUN_SECONDS)); fi; \
+	  echo "fuzz: $$t for $$secs s"; \
+	  (cd $$out && nice -n 19 $$bin $(FUZZ_FLAGS) -max_total_time=$$secs \
 	     -artifact_prefix=$$out/$$t- $$out/work/$$t $(CURDIR)/fuzz/corpus/$$t \
 	     >$$out/$$t.log 2>&1) & pids="$$pids $$!"; \
 	done; \

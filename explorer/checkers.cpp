@@ -228,11 +228,10 @@ public:
     std::string readTrace = log + ".trace";
     if (O.traceReads)
       unlink(readTrace.c_str());
-    pid_t pid = fork();
+    pid_t pid = forkChild(true);
     if (pid < 0)
       throw Error(std::string("fork: ") + strerror(errno));
     if (pid == 0) {
-      setpgid(0, 0);
       if (O.traceReads)
         setenv("PMKIT_TRACE", readTrace.c_str(), 1);
       else
@@ -311,7 +310,7 @@ public:
     if (pipe2(req, O_CLOEXEC) || pipe2(rep, O_CLOEXEC))
       throw Error(std::string("pipe: ") + strerror(errno));
     const Images::Mem &m = img.mems[0];
-    pid = fork();
+    pid = forkChild(false);
     if (pid < 0)
       throw Error(std::string("fork: ") + strerror(errno));
     if (pid == 0) {
@@ -340,8 +339,8 @@ public:
   ~ForkServerChecker() override {
     close(toServer);
     close(fromServer);
-    int st;
-    waitpid(pid, &st, 0);
+    if (pid > 0)
+      reapChild(pid);
   }
 
   Result check(const Job &job) override {
@@ -363,8 +362,8 @@ public:
     } catch (const Error &) {
     }
     if (!readAll(fromServer, rep, sizeof rep)) {
-      int st = 0;
-      waitpid(pid, &st, 0);
+      int st = reapChild(pid);
+      pid = -1;
       std::string why = head(log);
       throw Error("the in-process checker " + O.lib + " stopped (" +
                   waitText(st) + ")" + (why.empty() ? "" : ": " + why));
@@ -443,10 +442,7 @@ int waitWithTimeout(pid_t pid, double timeout, bool *timedOut) {
       *timedOut = true;
     }
   }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  return st;
+  return reapChild(pid);
 }
 
 std::unique_ptr<Checker> makeChecker(const Trace &T, const CheckerOptions &O,

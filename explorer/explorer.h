@@ -154,9 +154,16 @@ std::unique_ptr<Checker> makeChecker(const Trace &T, const CheckerOptions &O,
                                      unsigned slot);
 // The fork server's main (pmkit-explore --fork-server ...).
 int forkServerMain(int argc, char **argv);
-// Waits for a child (which called setpgid(0, 0)) for at most `timeout`
-// seconds, killing its process group when time runs out; its wait status.
+// Waits for a child of forkChild(true) for at most `timeout` seconds,
+// killing its process group when time runs out; reaps it; its wait status.
 int waitWithTimeout(pid_t pid, double timeout, bool *timedOut);
+// fork() for every child of the explorer (main.cpp): the child is killed,
+// with its process group when ownGroup (it is then the leader of a group of
+// its own), if the explorer is stopped by SIGTERM, SIGINT or SIGHUP. In the
+// child, the signal mask is the one the explorer started with.
+pid_t forkChild(bool ownGroup);
+// Reaps a child of forkChild (retrying on EINTR); its wait status.
+int reapChild(pid_t pid);
 // Reads exactly n bytes from fd (retrying short reads); false at EOF or on
 // an error.
 bool readAll(int fd, void *p, size_t n);

@@ -14,11 +14,16 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
+#include <optional>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace pmx;
@@ -191,6 +196,17 @@ Args parse(int argc, char **argv) {
   return A;
 }
 
+// Throws unless `path` is a regular file (or does not exist: opening it then
+// names the problem); a FIFO would block the open that reads it.
+void requireRegular(const std::string &path, const char *what) {
+  struct stat sb;
+  if (stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode))
+    throw Error(std::string(what) + " " + path + " is not a regular file" +
+                (S_ISFIFO(sb.st_mode)  ? " (a FIFO)"
+                 : S_ISDIR(sb.st_mode) ? " (a directory)"
+                                       : ""));
+}
+
 std::string selfPath() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -199,32 +215,233 @@ std::string selfPath() {
   return std::string(buf, (size_t)n);
 }
 
+// ---- the work directory, and a stop by a signal ---------------------------
+//
+// The work directory (images, logs, the recorded trace) lives in /dev/shm
+// when there is one, where it holds memory until it is removed. A run stopped
+// by SIGTERM, SIGINT or SIGHUP (`timeout`, ^C, a closed terminal) removes it
+// and kills its children first: the signals are blocked in every thread and
+// taken by one thread (sigwait), which cleans up and then dies of the signal.
+// SIGKILL cannot be caught, so each run also removes the directories of runs
+// that are gone: a directory's name says whose it is,
+// pmkit-explore.PID-START-NS.XXXXXX with START the run's start time (field 22
+// of /proc/PID/stat, 0 if unknown: a PID used again is not the same run) and
+// NS the inode of its PID namespace (a PID of another namespace, seen in a
+// shared /dev/shm, says nothing: such a directory is left alone).
+
+struct StopState {
+  std::mutex mu; // held by forkChild, reapChild and, for good, by the stop
+  std::string work;
+  std::vector<std::pair<pid_t, bool>> kids; // pid, has its own group
+  sigset_t stopSignals, saved;
+  bool armed = false;
+};
+// Never destroyed: the stop thread may use it while main() returns.
+StopState &S = *new StopState;
+
+// Removes `name` (relative to the directory `parent`) and, if it is a
+// directory, what it holds, never following a symbolic link; true if it is
+// gone.
+bool removeAt(int parent, const char *name) {
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+    return true;
+  if (errno != EISDIR)
+    return false;
+  int fd =
+      openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return false;
+  }
+  std::vector<std::string> names; // all first: no removal while reading
+  while (struct dirent *e = readdir(d))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      names.push_back(e->d_name);
+  bool ok = true;
+  for (const std::string &n : names)
+    ok = removeAt(dirfd(d), n.c_str()) && ok;
+  closedir(d);
+  return (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT) && ok;
+}
+
+bool removeTree(const std::string &dir) {
+  if (removeAt(AT_FDCWD, dir.c_str()))
+    return true;
+  fprintf(stderr, "pmkit explore: could not remove %s\n", dir.c_str());
+  return false;
+}
+
+// Reads the state (field 3) and start time (field 22, clock ticks since boot)
+// of process `pid` from /proc; false if it cannot.
+bool procStat(pid_t pid, char *state, uint64_t *start) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  // The command's name (field 2) may hold anything but ends at the last ')'.
+  const char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || !p[2])
+    return false;
+  *state = p[2];
+  for (int field = 2; p && field < 22; field++)
+    p = strchr(p + 1, ' ');
+  if (!p)
+    return false;
+  *start = strtoull(p + 1, nullptr, 10);
+  return true;
+}
+
+uint64_t startTime(pid_t pid) {
+  char state;
+  uint64_t start;
+  return procStat(pid, &state, &start) ? start : 0;
+}
+
+// The inode of this process's PID namespace, 0 if unknown.
+uint64_t pidNamespace() {
+  char buf[64];
+  ssize_t n = readlink("/proc/self/ns/pid", buf, sizeof buf - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  const char *p = strchr(buf, '[');
+  return p ? strtoull(p + 1, nullptr, 10) : 0;
+}
+
+// Whether the run PID, started at START, is gone: its PID is free, or it is
+// a zombie (killed, not yet reaped), or it is used by a process started at
+// another time. When in doubt, it is not.
+bool runIsGone(pid_t pid, uint64_t start) {
+  if (pid <= 0)
+    return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH)
+    return true;
+  char state;
+  uint64_t now;
+  if (!procStat(pid, &state, &now))
+    return false;
+  return state == 'Z' || state == 'X' || (start && now != start);
+}
+
+const char *const WorkRoots[] = {"/dev/shm", "/tmp"};
+
+// Removes the work directories that runs killed before they could clean up
+// left behind: this user's, of this PID namespace, whose run is gone.
+void removeLeftovers() {
+  uint64_t ns = pidNamespace();
+  if (!ns)
+    return; // cannot tell whose a directory is
+  for (const char *root : WorkRoots) {
+    DIR *d = opendir(root);
+    if (!d)
+      continue;
+    std::vector<std::string> gone;
+    while (struct dirent *e = readdir(d)) {
+      int pid, end = 0;
+      unsigned long long start, dirNs;
+      if (sscanf(e->d_name, "pmkit-explore.%d-%llu-%llu.%*6[^/]%n", &pid,
+                 &start, &dirNs, &end) != 3 ||
+          !end || e->d_name[end] || dirNs != ns)
+        continue;
+      struct stat sb;
+      if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+          runIsGone((pid_t)pid, start))
+        gone.push_back(e->d_name);
+    }
+    for (const std::string &n : gone)
+      removeAt(dirfd(d), n.c_str());
+    closedir(d);
+  }
+}
+
 std::string makeWorkDir() {
+  removeLeftovers();
   struct stat sb;
-  std::string t = (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode))
-                      ? "/dev/shm/pmkit-explore.XXXXXX"
-                      : "/tmp/pmkit-explore.XXXXXX";
+  const char *root = stat(WorkRoots[0], &sb) == 0 && S_ISDIR(sb.st_mode)
+                         ? WorkRoots[0]
+                         : WorkRoots[1];
+  std::string t = std::string(root) + "/pmkit-explore." +
+                  std::to_string(getpid()) + "-" +
+                  std::to_string(startTime(getpid())) + "-" +
+                  std::to_string(pidNamespace()) + ".XXXXXX";
+  std::lock_guard<std::mutex> l(S.mu);
   if (!mkdtemp(t.data()))
     throw Error("cannot create a work directory: " +
                 std::string(strerror(errno)));
+  S.work = t;
   return t;
 }
 
-void removeTree(const std::string &dir) {
-  std::string cmd = "rm -rf '" + dir + "'";
-  if (system(cmd.c_str()) != 0)
-    fprintf(stderr, "pmkit explore: could not remove %s\n", dir.c_str());
+// The stop thread: waits for a stop signal, then kills the children, removes
+// the work directory and dies of the signal. It keeps S.mu: no child starts
+// and main() does not return meanwhile.
+void stopThread() {
+  int sig = 0;
+  while (sigwait(&S.stopSignals, &sig) != 0)
+    ;
+  S.mu.lock();
+  // What the other threads say now (a checker killed below, say) is noise.
+  int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (nul >= 0)
+    dup2(nul, 2);
+  for (const auto &[pid, group] : S.kids) {
+    if (group)
+      kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  // A thread may still be writing an image into the directory: try again.
+  for (int i = 0;
+       i < 3 && !S.work.empty() && !removeAt(AT_FDCWD, S.work.c_str()); i++)
+    usleep(20000);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  raise(sig);
+  _exit(128 + sig);
+}
+
+// Takes SIGTERM, SIGINT and SIGHUP away from every thread to come and starts
+// the stop thread. Called before any thread or child starts. A signal this
+// run was started ignoring (nohup, a background job) stays ignored.
+void armStop() {
+  sigemptyset(&S.stopSignals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction sa;
+    if (sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler != SIG_IGN)
+      sigaddset(&S.stopSignals, sig);
+  }
+  pthread_sigmask(SIG_BLOCK, &S.stopSignals, &S.saved);
+  S.armed = true;
+  std::thread(stopThread).detach();
+}
+
+// Returns `status` from main(), unless a stop has begun (then this waits to
+// be ended by it).
+int leave(int status) {
+  std::lock_guard<std::mutex> l(S.mu);
+  return status;
 }
 
 // Runs PROG with PMKIT_TRACE=trace; throws Error unless it exits 0.
 void record(const std::vector<std::string> &prog, const std::string &trace,
             double timeout) {
   unlink(trace.c_str());
-  pid_t pid = fork();
+  pid_t pid = forkChild(true);
   if (pid < 0)
     throw Error(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
-    setpgid(0, 0);
     setenv("PMKIT_TRACE", trace.c_str(), 1);
     setenv("PMKIT_DOMAIN", "adr", 1);
     unsetenv("PMKIT_CRASH_AT");
@@ -300,6 +517,46 @@ void dumpTrace(const Trace &T) {
 
 } // namespace
 
+pid_t pmx::forkChild(bool ownGroup) {
+  S.mu.lock();
+  pid_t pid = fork();
+  if (pid == 0) { // S.mu stays locked here: the child only execs or exits
+    if (S.armed)
+      pthread_sigmask(SIG_SETMASK, &S.saved, nullptr);
+    if (ownGroup)
+      setpgid(0, 0);
+    return 0;
+  }
+  if (pid > 0) {
+    if (ownGroup)
+      setpgid(pid, pid); // as the child does: a stop kills the group at once
+    S.kids.emplace_back(pid, ownGroup);
+  }
+  S.mu.unlock();
+  return pid;
+}
+
+int pmx::reapChild(pid_t pid) {
+  // Reaped and forgotten together, under S.mu: a stop never kills a PID that
+  // was freed and used again.
+  if (pid <= 0)
+    return 0;
+  siginfo_t si;
+  while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) != 0 &&
+         errno == EINTR)
+    ;
+  std::lock_guard<std::mutex> l(S.mu);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  for (size_t i = 0; i < S.kids.size(); i++)
+    if (S.kids[i].first == pid) {
+      S.kids.erase(S.kids.begin() + (long)i);
+      break;
+    }
+  return st;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "--fork-server"))
     return forkServerMain(argc, argv);
@@ -309,6 +566,8 @@ int main(int argc, char **argv) {
     if (!A.image.empty()) {
       if (A.O.checker.lib.empty())
         usage("--image needs --check-lib");
+      requireRegular(A.O.checker.lib, "the check library");
+      requireRegular(A.image, "the image");
       int r = runCheckLib(A.O.checker.lib, A.image);
       printf("%s: %s\n", A.image.c_str(), r ? "INCONSISTENT" : "consistent");
       return r ? 1 : 0;
@@ -318,8 +577,12 @@ int main(int argc, char **argv) {
     if (A.prog.empty() == A.trace.empty())
       usage("give a program after -- or a --trace file (not both)");
     makeModel(A.O.model); // an unknown model fails before any work
-    if (!A.O.checker.lib.empty() && access(A.O.checker.lib.c_str(), R_OK))
-      throw Error("cannot read the check library " + A.O.checker.lib);
+    if (!A.O.checker.lib.empty()) {
+      if (access(A.O.checker.lib.c_str(), R_OK))
+        throw Error("cannot read the check library " + A.O.checker.lib);
+      requireRegular(A.O.checker.lib, "the check library");
+    }
+    armStop();
     work = makeWorkDir();
     A.O.checker.workDir = work;
     A.O.checker.self = selfPath();
@@ -328,22 +591,33 @@ int main(int argc, char **argv) {
       trace = A.keepTrace.empty() ? work + "/trace" : A.keepTrace;
       record(A.prog, trace, A.runTimeout);
     }
-    Trace T(trace);
-    if (!T.complete)
-      throw Error(trace + " is incomplete (no END block): the traced "
+    // Messages name a trace the user gave, never one in the work directory.
+    std::string shown =
+        trace == work + "/trace" ? "the trace " + A.prog[0] + " wrote" : trace;
+    std::optional<Trace> T;
+    try {
+      T.emplace(trace);
+    } catch (const Error &e) {
+      std::string m = e.what();
+      for (size_t at; shown != trace && (at = m.find(trace)) != m.npos;)
+        m.replace(at, trace.size(), shown);
+      throw Error(m);
+    }
+    if (!T->complete)
+      throw Error(shown + " is incomplete (no END block): the traced "
                           "program did not exit normally");
     if (A.dump) {
-      dumpTrace(T);
+      dumpTrace(*T);
       removeTree(work);
-      return 0;
+      return leave(0);
     }
-    int r = explore(T, A.O);
+    int r = explore(*T, A.O);
     removeTree(work);
-    return r;
+    return leave(r);
   } catch (const Error &e) {
     fprintf(stderr, "pmkit explore: %s\n", e.what());
     if (!work.empty())
       removeTree(work);
-    return 2;
+    return leave(2);
   }
 }

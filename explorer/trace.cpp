@@ -168,13 +168,18 @@ Buffer::~Buffer() {
 }
 
 Trace::Trace(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; a trace
+  // is a regular file, and anything else is refused before it is read.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw Error("cannot open trace " + path + ": " + strerror(errno));
-  struct stat sb;
+  struct stat sb = {};
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     close(fd);
-    throw Error(path + " is not a regular file");
+    throw Error(path + " is not a regular file" +
+                (S_ISFIFO(sb.st_mode)  ? " (a FIFO)"
+                 : S_ISDIR(sb.st_mode) ? " (a directory)"
+                                       : ""));
   }
   mapSize_ = (size_t)sb.st_size;
   if (mapSize_ < sizeof(pmkit_trace_header)) {

@@ -6,6 +6,7 @@ negative PMKIT_E_* codes into PoolError with the library's message."""
 from __future__ import annotations
 
 import ctypes as C
+import os
 from dataclasses import dataclass
 
 from pmkit import paths
@@ -53,6 +54,36 @@ class _Info(C.Structure):
         ("nthreads", C.c_uint32),
         ("threads_busy", C.c_uint32),
     ]
+
+
+class _CheckReport(C.Structure):
+    _fields_ = [
+        ("run_gaps", C.c_uint64),
+        ("suspects", C.c_uint64),
+        ("suspect_off", C.c_uint64),
+        ("suspect_from", C.c_uint64),
+    ]
+
+
+class _RepairStats(C.Structure):
+    _fields_ = [
+        (name, C.c_uint64)
+        for name in (
+            "blocks_kept",
+            "blocks_freed",
+            "bytes_freed",
+            "blocks_restored",
+            "table_fixed",
+            "headers_fixed",
+            "state_fixed",
+            "contexts_fixed",
+            "bytes_cut",
+        )
+    ]
+
+
+_NOTE = C.CFUNCTYPE(None, C.c_void_p, C.c_char_p)
+REPAIR_DRY_RUN = 0x1
 
 
 class _GcStats(C.Structure):
@@ -103,6 +134,14 @@ def lib() -> C.CDLL:
         L.pmkit_pool_close.argtypes = [C.c_void_p]
         L.pmkit_pool_stat.argtypes = [C.c_void_p, C.POINTER(_Info)]
         L.pmkit_pool_check.argtypes = [C.c_void_p]
+        L.pmkit_pool_check_report.argtypes = [C.c_void_p, C.POINTER(_CheckReport)]
+        L.pmkit_pool_repair.argtypes = [
+            C.c_char_p,
+            C.c_uint,
+            _NOTE,
+            C.c_void_p,
+            C.POINTER(_RepairStats),
+        ]
         L.pmkit_pool_gc.argtypes = [C.c_void_p, C.c_uint, C.POINTER(_GcStats)]
         L.pmkit_domain.restype = C.c_int
         L.pmkit_flush_kind.restype = C.c_int
@@ -115,7 +154,9 @@ def lib() -> C.CDLL:
 def _raise(rc: int) -> None:
     if rc < 0:
         L = lib()
-        raise PoolError(rc, L.pmkit_strerror(rc).decode(), L.pmkit_errormsg().decode())
+        raise PoolError(
+            rc, L.pmkit_strerror(rc).decode(), L.pmkit_errormsg().decode(errors="surrogateescape")
+        )
 
 
 class Pool:
@@ -128,14 +169,14 @@ class Pool:
     def create(cls, path: str, size: int, layout: str = "", base: int = 0) -> Pool:
         h = C.c_void_p()
         opts = _Opts(layout.encode(), base, 0)
-        _raise(lib().pmkit_pool_create(path.encode(), size, C.byref(opts), C.byref(h)))
+        _raise(lib().pmkit_pool_create(os.fsencode(path), size, C.byref(opts), C.byref(h)))
         return cls(h)
 
     @classmethod
     def open(cls, path: str, inspect: bool = False) -> Pool:
         h = C.c_void_p()
         opts = _Opts(None, 0, POOL_INSPECT if inspect else 0)
-        _raise(lib().pmkit_pool_open(path.encode(), C.byref(opts), C.byref(h)))
+        _raise(lib().pmkit_pool_open(os.fsencode(path), C.byref(opts), C.byref(h)))
         return cls(h)
 
     def __enter__(self) -> Pool:
@@ -163,6 +204,12 @@ class Pool:
     def check(self) -> None:
         _raise(lib().pmkit_pool_check(self._h))
 
+    def check_report(self) -> dict[str, int]:
+        """The full check and, if it passes, what the walk of the reachable heap found."""
+        r = _CheckReport()
+        _raise(lib().pmkit_pool_check_report(self._h, C.byref(r)))
+        return {f: getattr(r, f) for f, _ in _CheckReport._fields_}
+
     def gc(self, offsets: bool = False) -> tuple[int, int, int]:
         s = _GcStats()
         _raise(lib().pmkit_pool_gc(self._h, GC_OFFSETS if offsets else 0, C.byref(s)))
@@ -175,3 +222,16 @@ def domain() -> tuple[str, str]:
     return ("eadr" if L.pmkit_domain() == 1 else "adr"), L.pmkit_flush_name(
         L.pmkit_flush_kind()
     ).decode()
+
+
+def repair(path: str, dry_run: bool) -> tuple[dict[str, int], list[str]]:
+    """Rebuild the allocator metadata of the pool file at path (see pmkit_pool_repair): the
+    counts of what changed (or would change) and one line per change."""
+    notes: list[str] = []
+    note = _NOTE(lambda _arg, line: notes.append(line.decode(errors="surrogateescape")))
+    st = _RepairStats()
+    rc = lib().pmkit_pool_repair(
+        os.fsencode(path), REPAIR_DRY_RUN if dry_run else 0, note, None, C.byref(st)
+    )
+    _raise(rc)
+    return {f: getattr(st, f) for f, _ in _RepairStats._fields_}, notes

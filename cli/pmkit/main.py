@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import stat
 import sys
 from dataclasses import asdict
 
@@ -35,6 +37,21 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * mult
 
 
+def is_utf8(text: str) -> bool:
+    """Whether an argument is UTF-8 text: one in other bytes holds surrogates (PEP 383)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def utf8_text(text: str) -> str:
+    if not is_utf8(text):
+        raise argparse.ArgumentTypeError(f"'{text}' is not UTF-8 text")
+    return text
+
+
 def parse_addr(text: str) -> int:
     try:
         return int(text, 0)
@@ -51,6 +68,31 @@ def human(n: int) -> str:
 
 
 # ---- pool ------------------------------------------------------------------------------------
+
+
+class PathError(Exception):
+    """A path the command cannot use (exit status 2); the message names it as given."""
+
+
+FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def _pool_path(path: str) -> None:
+    """Refuse a pool that is not a regular file before the library opens it (open() of a FIFO
+    would wait for a writer before the library could refuse it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # the library names the problem as it always has
+    if not stat.S_ISREG(mode):
+        kind = FILE_KINDS.get(stat.S_IFMT(mode), "")
+        raise PathError(f"{path} is not a regular file{f' ({kind})' if kind else ''}")
 
 
 def _with_pool(open_pool, work):
@@ -83,6 +125,7 @@ def cmd_pool_create(args) -> int:
 def cmd_pool_info(args) -> int:
     from pmkit import libpmkit
 
+    _pool_path(args.path)
     i, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), lambda p: p.info())
     if err is not None:
         return err
@@ -112,20 +155,100 @@ def cmd_pool_info(args) -> int:
 def cmd_pool_check(args) -> int:
     from pmkit import libpmkit
 
-    def check(p):
-        p.check()
-        return p.info()
+    _pool_path(args.path)
+    if args.repair:
+        return _pool_repair(args)
+    if args.dry_run or args.backup:
+        raise PathError("--dry-run and --backup go with --repair")
 
-    i, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), check)
+    def check(p):
+        return p.check_report(), p.info()
+
+    r, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), check)
     if err is not None:
         return err
-    print(f"{args.path}: consistent ({i.blocks_used} blocks allocated)")
+    rep, i = r
+    print(
+        f"{args.path}: consistent ({i.blocks_used} blocks allocated; header, state page, "
+        f"{i.nthreads} context slots, {i.nchunks} chunks and every block the root and the "
+        "contexts reach checked)"
+    )
+    if rep["run_gaps"]:
+        print(
+            f"note: {rep['run_gaps']} chunk-table entries inside large blocks read as free: a "
+            "crash during a large allocation or free leaves these; the next open completes them"
+        )
+    if rep["suspects"]:
+        print(
+            f"warning: {rep['suspects']} reachable words point to free blocks, the first to "
+            f"offset {rep['suspect_off']:#x} from the block at offset {rep['suspect_from']:#x}: "
+            "a lost allocation bit, or a pointer the program kept to a block it freed. A lost bit "
+            "lets the allocator hand out live data; 'pmkit pool check --repair' marks every "
+            "reachable block allocated",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def _pool_repair(args) -> int:
+    """check --repair: a dry run first (refusals change nothing), then a backup, then the repair."""
+    import shutil
+    import subprocess
+
+    from pmkit import libpmkit
+
+    def show(notes: list[str], limit: int = 40) -> None:
+        for line in notes[:limit]:
+            print(f"  {line}")
+        if len(notes) > limit:
+            print(f"  ... and {len(notes) - limit} more")
+
+    try:
+        st, notes = libpmkit.repair(args.path, dry_run=True)
+    except libpmkit.PoolError as e:
+        print(f"pmkit: {e.name}: {e}", file=sys.stderr)
+        return EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+    summary = (
+        f"{st['blocks_kept']} reachable blocks kept, {st['blocks_restored']} of them marked "
+        f"allocated again, {st['blocks_freed']} unreachable freed ({human(st['bytes_freed'])}); "
+        f"{st['table_fixed']} table entries, {st['headers_fixed']} chunk headers, "
+        f"{st['state_fixed']} state words, {st['contexts_fixed']} context slots rewritten"
+        + (f"; {st['bytes_cut']} bytes after the pool's end cut" if st["bytes_cut"] else "")
+    )
+    if not notes and not st["state_fixed"]:
+        print(f"{args.path}: nothing to repair ({st['blocks_kept']} reachable blocks)")
+        return EXIT_OK
+    if args.dry_run:
+        print(f"{args.path}: a repair would change:")
+        show(notes)
+        print(f"dry run, nothing written: {summary}")
+        return EXIT_OK
+    backup = args.backup or args.path + ".bak"
+    if os.path.lexists(backup):
+        raise PathError(f"{backup} exists: remove it or name another copy with --backup")
+    cp = shutil.which("cp")
+    copied = cp and subprocess.run(
+        [cp, "--sparse=always", "--reflink=auto", "--", args.path, backup], capture_output=True
+    )
+    if not copied or copied.returncode != 0:
+        err = copied.stderr.decode(errors="replace").strip() if copied else "no cp command"
+        print(f"pmkit: error: cannot copy {args.path} to {backup}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        st, notes = libpmkit.repair(args.path, dry_run=False)
+    except libpmkit.PoolError as e:
+        print(f"pmkit: {e.name}: {e} (the pool before: {backup})", file=sys.stderr)
+        return EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+    print(f"{args.path}: repaired (the pool before: {backup}):")
+    show(notes)
+    print(summary)
     return EXIT_OK
 
 
 def cmd_pool_gc(args) -> int:
     from pmkit import libpmkit
 
+    _pool_path(args.path)
     r, err = _with_pool(lambda: libpmkit.Pool.open(args.path), lambda p: p.gc(args.offsets))
     if err is not None:
         return err
@@ -224,15 +347,27 @@ def build_parser() -> Parser:
     pc = psub.add_parser("create", help="create a pool file")
     pc.add_argument("path")
     pc.add_argument("--size", type=parse_size, default=64 << 20, help="bytes (default 64M)")
-    pc.add_argument("--layout", help="layout name programs will expect")
+    pc.add_argument("--layout", type=utf8_text, help="layout name programs will expect")
     pc.add_argument("--base", type=parse_addr, help="fixed mapping address (default: pick one)")
     pc.set_defaults(func=cmd_pool_create)
     pi = psub.add_parser("info", help="show a pool's header and heap statistics")
     pi.add_argument("path")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
     pi.set_defaults(func=cmd_pool_info)
-    pk = psub.add_parser("check", help="validate all metadata (exit 1 if inconsistent)")
+    pk = psub.add_parser(
+        "check",
+        help="validate all metadata (exit 1 if inconsistent); --repair rebuilds it",
+        description="Validate a pool's metadata and walk what its root reaches. With --repair, "
+        "rebuild the allocator metadata from the blocks reachable from a valid root, after "
+        "copying the pool to a backup; a repair refuses, changing nothing, when the root "
+        "itself cannot be trusted.",
+    )
     pk.add_argument("path")
+    pk.add_argument("--repair", action="store_true", help="rebuild the allocator metadata")
+    pk.add_argument(
+        "--dry-run", action="store_true", help="with --repair: show the changes, write nothing"
+    )
+    pk.add_argument("--backup", metavar="FILE", help="with --repair: the copy (default PATH.bak)")
     pk.set_defaults(func=cmd_pool_check)
     pg = psub.add_parser("gc", help="reclaim blocks unreachable from the root")
     pg.add_argument("path")
@@ -256,6 +391,9 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # A path given in bytes that are not UTF-8 is printed as those bytes, as the user gave it.
+    if hasattr(sys.stderr, "reconfigure"):
+        sys.stderr.reconfigure(errors="surrogateescape")
     try:
         if argv and argv[0] in ("cc", "c++"):
             return cc.run(argv[1:], cxx=argv[0] == "c++")
@@ -278,8 +416,14 @@ def main(argv: list[str] | None = None) -> int:
     except cc.UsageError as e:
         print(f"pmkit: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except paths.EnvError as e:
+    except (paths.EnvError, PathError) as e:
         print(f"pmkit: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except UnicodeEncodeError as e:
+        # An argument that is not UTF-8 (held as surrogates) reached code that needs text.
+        if not isinstance(e.object, str) or not re.search("[\udc80-\udcff]", e.object):
+            raise
+        print(f"pmkit: error: '{e.object}' is not UTF-8 text", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pmkit: interrupted", file=sys.stderr)

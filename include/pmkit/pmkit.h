@@ -57,7 +57,7 @@ PMKIT_NOTHROW const char *pmkit_strerror(int err);
 
 /* ---- pools --------------------------------------------------------------- */
 
-#define PMKIT_LAYOUT_VERSION 3u
+#define PMKIT_LAYOUT_VERSION 4u
 #define PMKIT_POOL_MIN_SIZE (2u << 20) /* 2 MiB */
 #define PMKIT_LAYOUT_MAX 48            /* bytes of a layout name, with NUL */
 
@@ -132,6 +132,27 @@ PMKIT_NOTHROW int pmkit_pool_stat(pmkit_pool *pool, pmkit_pool_info *info);
  * PMKIT_E_CORRUPT with the first problem in pmkit_errormsg(). */
 PMKIT_NOTHROW int pmkit_pool_check(pmkit_pool *pool);
 
+/* What pmkit_pool_check_report finds beyond pass or fail. */
+typedef struct pmkit_check_report {
+  /* Free chunk-table entries inside large runs: what a crash during a large
+   * allocation or free leaves; the next writable open completes them. */
+  uint64_t run_gaps;
+  /* Reachable words (from the root object and the context extension words,
+   * followed as pmkit_pool_gc follows them) holding the address of the
+   * start of a free block, or of a free chunk. A lost allocation bit looks
+   * like this, and so does a stale pointer the program keeps to a block it
+   * freed: suspects, not proof. The first: where it points and the block
+   * holding it (pool offsets; 0 for a context slot). */
+  uint64_t suspects;
+  uint64_t suspect_off, suspect_from;
+} pmkit_check_report;
+
+/* pmkit_pool_check, and then (if it passes) a walk of every block the root
+ * and the contexts reach, which fills `report`. Time proportional to the
+ * reachable heap. */
+PMKIT_NOTHROW int pmkit_pool_check_report(pmkit_pool *pool,
+                                          pmkit_check_report *report);
+
 typedef struct pmkit_gc_stats {
   uint64_t blocks_live, blocks_freed, bytes_freed;
 } pmkit_gc_stats;
@@ -147,6 +168,38 @@ typedef struct pmkit_gc_stats {
  * other threads. `stats` may be NULL. */
 PMKIT_NOTHROW int pmkit_pool_gc(pmkit_pool *pool, unsigned flags,
                                 pmkit_gc_stats *stats);
+
+typedef struct pmkit_repair_stats {
+  uint64_t blocks_kept;     /* reachable blocks, allocated afterwards      */
+  uint64_t blocks_freed;    /* allocated, unreachable: freed               */
+  uint64_t bytes_freed;     /* their usable bytes                          */
+  uint64_t blocks_restored; /* reachable but marked free: allocated again  */
+  uint64_t table_fixed;     /* chunk table entries rewritten               */
+  uint64_t headers_fixed;   /* chunk headers rewritten                     */
+  uint64_t state_fixed;     /* state page words rewritten                  */
+  uint64_t contexts_fixed;  /* context slots reset to idle                 */
+  uint64_t bytes_cut;       /* bytes after the pool's end, cut off         */
+} pmkit_repair_stats;
+
+/* Do not write: report what a repair would change. */
+#define PMKIT_REPAIR_DRY_RUN 0x1u
+
+/* Rebuild the allocator metadata of the pool file at `path` (not open
+ * anywhere) from the blocks reachable from its root object and context
+ * extension words, as pmkit_pool_gc reaches them (pointers and offsets):
+ * chunk table entries lost or altered are restored from the chunk headers,
+ * reachable blocks are marked allocated and the others freed, the state page
+ * and context slots are reset where invalid, and bytes after the pool's end
+ * are cut off. Refuses, changing nothing, when the root cannot be trusted
+ * (its fields fail their check word or it is not a block) or a
+ * failure-atomic section is in flight. A crash during a repair can leave
+ * the pool inconsistent: keep a copy (`pmkit pool check --repair` writes
+ * one). `note` (may be NULL) gets one line per change; `stats` may be NULL.
+ * With PMKIT_REPAIR_DRY_RUN the file is mapped privately and nothing
+ * written. */
+PMKIT_NOTHROW int pmkit_pool_repair(const char *path, unsigned flags,
+                                    void (*note)(void *arg, const char *line),
+                                    void *arg, pmkit_repair_stats *stats);
 
 /* ---- persistence domain and flushes ------------------------------------ */
 

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -291,14 +292,20 @@ static uint32_t take_chunk(pmkit_pool *p, unsigned c) {
   return id;
 }
 
+/* A large run: the head entry (the commit point) first, fenced before the
+ * continuations and the chunk header, so that a continuation without a
+ * head, or a free entry whose chunk header names a run, is corruption and
+ * never a crash's leftover. The continuations may persist in any order: a
+ * crash leaves a run with free entries inside it, which open completes. */
 static void large_commit(pmkit_pool *p, uint32_t first, uint32_t n) {
+  table_store(p, first, PMK_T_HEAD | n);
+  pmk_fence();
   for (uint32_t i = 1; i < n; i++)
     table_store(p, first + i, PMK_T_CONT);
   struct pmk_chunk *ch = chunk_hdr(p, first);
   ch->cls = PMK_T_HEAD | n;
   ch->nblocks = 1;
   pmk_flush_line(ch);
-  table_store(p, first, PMK_T_HEAD | n); /* the commit point */
 }
 
 static uint32_t large_len(size_t size) {
@@ -476,9 +483,17 @@ static int release(pmkit_pool *p, const struct blk *b, int flush) {
   if (b->large) {
     if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
       return 0;
-    table_store(p, b->chunk, PMK_T_FREE); /* the commit point */
-    for (uint32_t i = 1; i < b->idx; i++)
+    /* The reverse of large_commit: continuations and the header, a
+     * fence, then the head (the commit point). A crash before the head
+     * leaves the run allocated (a leak), with free entries inside it. */
+    for (uint32_t i = b->idx; i-- > 1;)
       table_store(p, b->chunk + i, PMK_T_FREE);
+    struct pmk_chunk *ch = chunk_hdr(p, b->chunk);
+    pmk_crash_point();
+    __atomic_store_n(&ch->cls, 0, __ATOMIC_RELAXED);
+    pmk_flush_line(ch);
+    pmk_fence();
+    table_store(p, b->chunk, PMK_T_FREE);
     return 1;
   }
   uint64_t *w = &chunk_hdr(p, b->chunk)->bitmap[b->idx >> 6];
@@ -743,6 +758,10 @@ static int journals_ok(pmkit_pool *p) {
     if (pmk_ctx_state(c) > PMK_CTX_ACTIVE)
       return pmk_err(PMKIT_E_CORRUPT, "context %u: bad state %llu", i,
                      (unsigned long long)c->state);
+    if (c->reserved)
+      return pmk_err(PMKIT_E_CORRUPT,
+                     "context %u: reserved word is %#llx, not 0", i,
+                     (unsigned long long)c->reserved);
     for (uint64_t j = 0, n = pmk_journal_count(c); j < n; j++)
       if (!journal_entry_ok(p, c->journal[j].e))
         return pmk_err(PMKIT_E_CORRUPT,
@@ -753,8 +772,80 @@ static int journals_ok(pmkit_pool *p) {
   return 0;
 }
 
-/* Table entries and small-chunk headers, before anything trusts them. */
-static int table_ok(pmkit_pool *p) {
+/* The first clear bitmap bit at or past nb (the tail, always set), or
+ * PMK_BITMAP_WORDS * 64 if none. */
+static uint32_t tail_clear(const struct pmk_chunk *ch, uint32_t nb) {
+  for (uint32_t w = nb >> 6; w < PMK_BITMAP_WORDS; w++) {
+    uint64_t need = w == nb >> 6 ? ~0ull << (nb & 63) : ~0ull;
+    uint64_t miss = ~ch->bitmap[w] & need;
+    if (miss)
+      return w * 64 + (uint32_t)__builtin_ctzll(miss);
+  }
+  return PMK_BITMAP_WORDS * 64;
+}
+
+/* Is the chunk's header a small chunk's (class, block count, tail bits)? */
+static int small_header(const struct pmk_chunk *ch) {
+  return ch->cls >= 1 && ch->cls <= PMK_NCLASS &&
+         ch->nblocks == nblocks_of(ch->cls - 1) &&
+         tail_clear(ch, ch->nblocks) == PMK_BITMAP_WORDS * 64;
+}
+
+static uint32_t blocks_used(const struct pmk_chunk *ch) {
+  uint32_t used = 0, nb = ch->nblocks;
+  for (uint32_t w = 0; w < (nb + 63) / 64 && w < PMK_BITMAP_WORDS; w++)
+    used += (uint32_t)__builtin_popcountll(
+        ch->bitmap[w] & (w == nb >> 6 ? ~(~0ull << (nb & 63)) : ~0ull));
+  return used;
+}
+
+/* A chunk the table calls free: 0, or PMKIT_E_CORRUPT if its header says it
+ * holds a large block or allocated small blocks, which only a lost table
+ * entry explains (large_commit and release write the header after the head
+ * entry and clear it before; a small chunk is freed only when empty). Read
+ * with pread where there is a file: faulting in the free chunks of a tmpfs
+ * pool would allocate them. */
+static int free_chunk_ok(const pmkit_pool *p, uint32_t id) {
+  struct pmk_chunk h;
+  const struct pmk_chunk *m = chunk_hdr(p, id);
+  off_t at = (off_t)(p->hdr->heap_off + ((uint64_t)id << PMK_CHUNK_SHIFT));
+  if (p->fd >= 0) {
+    if (pread(p->fd, &h, 8, at) != 8)
+      return 0;
+  } else {
+    memcpy(&h, m, 8);
+  }
+  if (h.cls & PMK_T_HEAD) {
+    uint32_t n = h.cls & PMK_T_LEN_MASK;
+    if (h.nblocks == 1 && n && (uint64_t)id + n <= p->nchunks)
+      return pmk_err(PMKIT_E_CORRUPT,
+                     "chunk %u: the table says free, but the chunk holds a "
+                     "large block of %u chunks (its head entry is lost)",
+                     id, n);
+    return 0;
+  }
+  if (h.cls < 1 || h.cls > PMK_NCLASS || h.nblocks != nblocks_of(h.cls - 1))
+    return 0;
+  if (p->fd >= 0 ? pread(p->fd, &h, sizeof h, at) != (ssize_t)sizeof h
+                 : (memcpy(&h, m, sizeof h), 0))
+    return 0;
+  if (!small_header(&h))
+    return 0; /* not a chunk header: data of a freed large run */
+  uint32_t used = blocks_used(&h);
+  if (used)
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "chunk %u: the table says free, but the chunk holds %u "
+                   "allocated blocks of %u bytes (its table entry is lost)",
+                   id, used, pmk_class_size[h.cls - 1]);
+  return 0;
+}
+
+/* Table entries and chunk headers, before anything trusts them; proportional
+ * to the chunk table, not the heap. `gaps` (may be NULL) counts the free
+ * entries inside large runs, which a crash during a large allocation or
+ * free leaves and open completes. */
+static int table_ok(pmkit_pool *p, uint64_t *gaps) {
+  uint64_t g = 0;
   for (uint32_t id = 0; id < p->nchunks;) {
     uint32_t e = p->table[id];
     if (e & PMK_T_HEAD) {
@@ -762,6 +853,12 @@ static int table_ok(pmkit_pool *p) {
       if (n == 0 || (uint64_t)id + n > p->nchunks)
         return pmk_err(PMKIT_E_CORRUPT,
                        "chunk %u: run of %u chunks overruns the heap", id, n);
+      const struct pmk_chunk *ch = chunk_hdr(p, id);
+      if (small_header(ch) && blocks_used(ch))
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "chunk %u: the table names a run of %u chunks, but the "
+                       "chunk holds %u allocated blocks of %u bytes",
+                       id, n, blocks_used(ch), pmk_class_size[ch->cls - 1]);
       for (uint32_t i = 1; i < n; i++) {
         uint32_t f = p->table[id + i];
         if (f != PMK_T_CONT && f != PMK_T_FREE)
@@ -769,13 +866,23 @@ static int table_ok(pmkit_pool *p) {
                          "chunk %u: inside the run at chunk %u but marked "
                          "%#x",
                          id + i, id, f);
+        g += f == PMK_T_FREE;
       }
       id += n;
       continue;
     }
-    if (e > PMK_NCLASS && e != PMK_T_CONT)
+    if (e == PMK_T_CONT)
+      return pmk_err(PMKIT_E_CORRUPT,
+                     "chunk %u: a continuation entry without a head (the "
+                     "head entry of its run is lost)",
+                     id);
+    if (e > PMK_NCLASS)
       return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bad table entry %#x", id, e);
-    if (e >= 1 && e <= PMK_NCLASS) {
+    if (e == PMK_T_FREE) {
+      int r = free_chunk_ok(p, id);
+      if (r)
+        return r;
+    } else {
       struct pmk_chunk *ch = chunk_hdr(p, id);
       uint32_t nb = nblocks_of(e - 1);
       if (ch->cls != e || ch->nblocks != nb)
@@ -783,20 +890,26 @@ static int table_ok(pmkit_pool *p) {
                        "chunk %u: header (class %u, %u blocks) disagrees "
                        "with table (class %u, %u blocks)",
                        id, ch->cls, ch->nblocks, e, nb);
-      for (uint32_t i = nb; i < PMK_BITMAP_WORDS * 64; i++)
-        if (!((ch->bitmap[i >> 6] >> (i & 63)) & 1))
-          return pmk_err(PMKIT_E_CORRUPT, "chunk %u: bitmap tail bit %u clear",
-                         id, i);
+      uint32_t i = tail_clear(ch, nb);
+      if (i < PMK_BITMAP_WORDS * 64)
+        return pmk_err(PMKIT_E_CORRUPT,
+                       "chunk %u: bitmap bit %u, past its %u blocks, is "
+                       "clear",
+                       id, i, nb);
     }
     id++;
   }
+  if (gaps)
+    *gaps = g;
   return 0;
 }
 
 int pmk_heap_open(pmkit_pool *p, int repair) {
   pthread_once(&cls_once, cls_init);
-  int r = table_ok(p);
-  if (r || (r = journals_ok(p)))
+  /* Everything is validated before anything is written: a pool refused
+   * here is left as it was. */
+  int r = table_ok(p, NULL);
+  if (r || (r = journals_ok(p)) || (r = pmk_root_check(p)))
     return r;
   if (repair) {
     /* Journals first: they only need the persistent layout. */
@@ -837,25 +950,27 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
     uint32_t e = p->table[id];
     if (e & PMK_T_HEAD) {
       uint32_t n = e & PMK_T_LEN_MASK; /* validated by table_ok */
+      struct pmk_chunk *ch = chunk_hdr(p, id);
+      /* Complete a run a crash interrupted (see large_commit). */
       for (uint32_t i = 1; i < n; i++)
         if (repair && p->table[id + i] != PMK_T_CONT)
           table_store(p, id + i, PMK_T_CONT);
+      if (repair && (ch->cls != e || ch->nblocks != 1)) {
+        ch->cls = e;
+        ch->nblocks = 1;
+        pmk_flush_line(ch);
+      }
       id += n;
       continue;
     }
-    if (e == PMK_T_CONT || e == PMK_T_FREE) {
-      /* An orphaned continuation is left over from a crash mid-free. */
-      if (e == PMK_T_CONT && repair)
-        table_store(p, id, PMK_T_FREE);
+    if (e == PMK_T_FREE) {
       p->freemap[id >> 6] |= 1ull << (id & 63);
       id++;
       continue;
     }
     /* A small chunk: release it if empty, else make it available. */
     struct pmk_chunk *ch = chunk_hdr(p, id);
-    uint32_t nb = nblocks_of(e - 1), used = 0;
-    for (uint32_t i = 0; i < nb; i++)
-      used += (ch->bitmap[i >> 6] >> (i & 63)) & 1;
+    uint32_t nb = nblocks_of(e - 1), used = blocks_used(ch);
     if (used == 0 && repair && !pinned[id]) {
       table_store(p, id, PMK_T_FREE);
       p->freemap[id >> 6] |= 1ull << (id & 63);
@@ -868,6 +983,10 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
     id++;
   }
   free(pinned);
+  struct pmk_state *st = p->st;
+  if (repair && st->root_off &&
+      st->root_check != pmk_root_word(st->root_off, st->root_size))
+    pmk_store64(&st->root_check, pmk_root_word(st->root_off, st->root_size));
   if (repair)
     pmk_fence();
   return 0;
@@ -890,7 +1009,14 @@ void pmk_heap_close(pmkit_pool *p) {
  */
 
 int pmk_root_check(pmkit_pool *p) {
-  uint64_t off = p->st->root_off;
+  const struct pmk_state *st = p->st;
+  uint64_t off = st->root_off;
+  if (st->root_check != pmk_root_word(off, st->root_size) &&
+      st->root_check != pmk_root_word(0, 0))
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "state page: the root fields (offset %#llx, %llu bytes) "
+                   "do not match their check word",
+                   (unsigned long long)off, (unsigned long long)st->root_size);
   if (!off)
     return 0;
   struct blk b;
@@ -900,55 +1026,14 @@ int pmk_root_check(pmkit_pool *p) {
     return pmk_err(PMKIT_E_CORRUPT,
                    "root object at offset %#llx is not an allocated block",
                    (unsigned long long)off);
-  if (b.size < p->st->root_size)
-    return pmk_err(PMKIT_E_CORRUPT, "root object smaller than recorded");
+  if (b.size < st->root_size)
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "root object is a block of %zu bytes; %llu recorded", b.size,
+                   (unsigned long long)st->root_size);
   return 0;
 }
 
-int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info) {
-  pthread_once(&cls_once, cls_init);
-  int r = table_ok(p);
-  if (r || (r = journals_ok(p)))
-    return r;
-  uint64_t used = 0, bytes = 0, nfree = 0, nsmall = 0, nlarge = 0;
-  for (uint32_t id = 0; id < p->nchunks;) {
-    uint32_t e = p->table[id];
-    if (e & PMK_T_HEAD) {
-      uint32_t n = e & PMK_T_LEN_MASK;
-      nlarge += n;
-      used++;
-      bytes += ((uint64_t)n << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
-      id += n;
-      continue;
-    }
-    if (e == PMK_T_FREE || e == PMK_T_CONT) { /* orphan CONT is benign */
-      nfree++;
-      id++;
-      continue;
-    }
-    struct pmk_chunk *ch = chunk_hdr(p, id);
-    uint32_t nb = nblocks_of(e - 1);
-    for (uint32_t i = 0; i < nb; i++)
-      if ((ch->bitmap[i >> 6] >> (i & 63)) & 1) {
-        used++;
-        bytes += pmk_class_size[e - 1];
-      }
-    nsmall++;
-    id++;
-  }
-  if ((r = pmk_root_check(p)) != 0)
-    return r;
-  if (info) {
-    info->blocks_used = used;
-    info->bytes_used = bytes;
-    info->chunks_free = nfree;
-    info->chunks_small = nsmall;
-    info->chunks_large = nlarge;
-  }
-  return 0;
-}
-
-/* ---- garbage collection
+/* ---- reachability (check and gc)
  * ------------------------------------------------------------------ */
 
 struct gc {
@@ -958,7 +1043,39 @@ struct gc {
   size_t n, cap;
   int oom;
   unsigned flags;
+  uintptr_t from;    /* the block being scanned (0: a root) */
+  uint64_t dangling; /* exact pointers to unallocated small blocks */
+  uintptr_t dang_at, dang_from;
 };
+
+/* Is pool offset off the block of an in-flight section's journal entry?
+ * (allocated once the section is recovered) */
+static int journaled(const pmkit_pool *p, uint64_t off) {
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    const struct pmk_ctx_pm *c = &p->ctxs[i];
+    for (uint64_t j = 0, n = pmk_journal_count(c); j < n; j++)
+      if ((c->journal[j].e & PMK_J_OFF_MASK) == off)
+        return 1;
+  }
+  return 0;
+}
+
+/* Is heap address a in a chunk the table calls free, outside any run? */
+static int free_chunk_at(const pmkit_pool *p, uintptr_t a) {
+  if (a >= chunk_addr(p, p->nchunks))
+    return 0;
+  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+  if (p->table[id] != PMK_T_FREE)
+    return 0;
+  for (uint32_t h = id; h-- > 0;) { /* a gap inside a run? */
+    uint32_t e = p->table[h];
+    if (e & PMK_T_HEAD)
+      return h + (e & PMK_T_LEN_MASK) <= id;
+    if (e != PMK_T_FREE && e != PMK_T_CONT)
+      return 1;
+  }
+  return 1;
+}
 
 static void gc_ref(struct gc *g, uint64_t v) {
   pmkit_pool *p = g->p;
@@ -971,8 +1088,18 @@ static void gc_ref(struct gc *g, uint64_t v) {
   else
     return;
   struct blk b;
-  if (blk_containing(p, a, &b))
+  if (blk_containing(p, a, &b)) {
+    /* A reachable pointer to the start of a small block that is not
+     * allocated, or into a free chunk: a lost allocation bit or table
+     * entry, or a stale pointer (see pmkit_check_report). */
+    if (a == (uintptr_t)v && a >= p->heap && !journaled(p, a - p->base) &&
+        (blk_at(p, a, &b) ? free_chunk_at(p, a) : !b.large) &&
+        g->dangling++ == 0) {
+      g->dang_at = a;
+      g->dang_from = g->from;
+    }
     return;
+  }
   uint64_t **mk = &g->marks[b.chunk];
   if (!*mk && !(*mk = calloc(PMK_BITMAP_WORDS, sizeof(uint64_t)))) {
     g->oom = 1;
@@ -993,6 +1120,171 @@ static void gc_ref(struct gc *g, uint64_t v) {
     g->cap = cap;
   }
   g->stack[g->n++] = b.addr;
+}
+
+/* Mark every block reachable from the root object and the contexts'
+ * extension words. 0, or PMKIT_E_NOMEM (g->oom). */
+static int gc_mark(struct gc *g) {
+  pmkit_pool *p = g->p;
+  g->marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g->marks);
+  if (!g->marks)
+    return g->oom = 1, pmk_err(PMKIT_E_NOMEM, "no DRAM for marks");
+  if (p->st->root_off)
+    gc_ref(g, p->base + p->st->root_off);
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    struct pmk_ctx_pm *c = &p->ctxs[i];
+    for (unsigned k = 0; k < PMKIT_CTX_EXT_WORDS; k++)
+      if (c->ext[k] >= p->hdr->heap_off && c->ext[k] < p->size)
+        gc_ref(g, p->base + c->ext[k]); /* documented as offsets */
+      else
+        gc_ref(g, c->ext[k]);
+  }
+  while (g->n && !g->oom) {
+    uintptr_t a = g->stack[--g->n];
+    struct blk b;
+    blk_at(p, a, &b);
+    const uint64_t *w = (const uint64_t *)a;
+    g->from = a;
+    for (size_t k = 0; k < b.size / 8; k++)
+      gc_ref(g, w[k]);
+  }
+  if (g->oom)
+    return pmk_err(PMKIT_E_NOMEM, "no DRAM to finish marking");
+  return 0;
+}
+
+static void gc_free(struct gc *g) {
+  for (uint32_t id = 0; g->marks && id < g->p->nchunks; id++)
+    free(g->marks[id]);
+  free(g->marks);
+  free(g->stack);
+}
+
+/* A note for the caller (at most a few hundred of them per repair). */
+static void repair_note(const struct pmk_repair *rp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void repair_note(const struct pmk_repair *rp, const char *fmt, ...) {
+  if (!rp || !rp->note)
+    return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  rp->note(rp->arg, line);
+}
+
+/* Free every allocated block the mark did not reach; count what is kept
+ * and freed in st. With `orig` (repair: the bitmaps were all set for the
+ * mark), each small chunk's bitmap becomes exactly the marked blocks,
+ * `orig` says which were allocated before, and the changes go to rp. Each
+ * bitmap word and table entry is one store, so a crash leaves only some of
+ * the unreachable blocks freed. */
+static void gc_sweep(struct gc *g, uint64_t **orig, struct pmk_repair *rp,
+                     pmkit_gc_stats *st, uint64_t *restored) {
+  pmkit_pool *p = g->p;
+  for (uint32_t id = 0; id < p->nchunks; id++) {
+    uint32_t e = p->table[id];
+    const uint64_t *mk = g->marks[id];
+    if (e & PMK_T_HEAD) {
+      struct blk b;
+      blk_at(p, chunk_addr(p, id) + PMK_LARGE_HDR, &b);
+      if (mk && (mk[0] & 1)) {
+        st->blocks_live++;
+      } else {
+        repair_note(rp, "chunk %u: unreachable run of %u chunks freed", id,
+                    b.idx);
+        release(p, &b, 1);
+        st->blocks_freed++;
+        st->bytes_freed += b.size;
+      }
+      continue;
+    }
+    if (e < 1 || e > PMK_NCLASS)
+      continue;
+    struct pmk_chunk *ch = chunk_hdr(p, id);
+    uint32_t nb = nblocks_of(e - 1), freed = 0, back = 0;
+    for (uint32_t w = 0; w < (nb + 63) / 64; w++) {
+      uint64_t blocks = w == nb >> 6 ? ~(~0ull << (nb & 63)) : ~0ull;
+      uint64_t now = ch->bitmap[w], live = mk ? mk[w] & blocks : 0;
+      uint64_t was = (orig ? (orig[id] ? orig[id][w] : 0) : now) & blocks;
+      uint64_t want = (now & ~blocks) | live;
+      st->blocks_live += (uint32_t)__builtin_popcountll(live);
+      freed += (uint32_t)__builtin_popcountll(was & ~live);
+      back += (uint32_t)__builtin_popcountll(live & ~was);
+      if (want != now) {
+        pmk_crash_point();
+        __atomic_store_n(&ch->bitmap[w], want, __ATOMIC_RELAXED);
+        pmk_flush_line(&ch->bitmap[w]);
+      }
+    }
+    if (freed || back)
+      repair_note(rp,
+                  "chunk %u (%u-byte blocks): %u unreachable block%s freed, "
+                  "%u reachable block%s marked allocated",
+                  id, pmk_class_size[e - 1], freed, freed == 1 ? "" : "s", back,
+                  back == 1 ? "" : "s");
+    st->blocks_freed += freed;
+    st->bytes_freed += (uint64_t)freed * pmk_class_size[e - 1];
+    *restored += back;
+  }
+  pmk_fence();
+}
+
+int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
+                   pmkit_check_report *report) {
+  pthread_once(&cls_once, cls_init);
+  uint64_t gaps = 0;
+  int r = table_ok(p, &gaps);
+  if (r || (r = journals_ok(p)))
+    return r;
+  uint64_t used = 0, bytes = 0, nfree = 0, nsmall = 0, nlarge = 0;
+  for (uint32_t id = 0; id < p->nchunks;) {
+    uint32_t e = p->table[id];
+    if (e & PMK_T_HEAD) {
+      uint32_t n = e & PMK_T_LEN_MASK;
+      nlarge += n;
+      used++;
+      bytes += ((uint64_t)n << PMK_CHUNK_SHIFT) - PMK_LARGE_HDR;
+      id += n;
+      continue;
+    }
+    if (e == PMK_T_FREE) {
+      nfree++;
+      id++;
+      continue;
+    }
+    struct pmk_chunk *ch = chunk_hdr(p, id);
+    uint32_t nb = nblocks_of(e - 1);
+    for (uint32_t i = 0; i < nb; i++)
+      if ((ch->bitmap[i >> 6] >> (i & 63)) & 1) {
+        used++;
+        bytes += pmk_class_size[e - 1];
+      }
+    nsmall++;
+    id++;
+  }
+  if ((r = pmk_root_check(p)) != 0)
+    return r;
+  if (report) { /* what the root and the contexts reach */
+    struct gc g = {.p = p};
+    r = gc_mark(&g);
+    gc_free(&g);
+    if (r)
+      return r;
+    report->run_gaps = gaps;
+    report->suspects = g.dangling;
+    report->suspect_off = g.dangling ? g.dang_at - p->base : 0;
+    report->suspect_from = g.dang_from ? g.dang_from - p->base : 0;
+  }
+  if (info) {
+    info->blocks_used = used;
+    info->bytes_used = bytes;
+    info->chunks_free = nfree;
+    info->chunks_small = nsmall;
+    info->chunks_large = nlarge;
+  }
+  return 0;
 }
 
 int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
@@ -1018,70 +1310,18 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
                      i);
   pmk_tc_unreserve(p); /* release the caller's reservations, not sweep them */
   struct gc g = {.p = p, .flags = flags};
-  g.marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g.marks);
-  if (!g.marks)
-    return pmk_err(PMKIT_E_NOMEM, "no DRAM for gc marks");
-  if (p->st->root_off)
-    gc_ref(&g, p->base + p->st->root_off);
-  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
-    struct pmk_ctx_pm *c = &p->ctxs[i];
-    for (unsigned k = 0; k < PMKIT_CTX_EXT_WORDS; k++)
-      if (c->ext[k] >= p->hdr->heap_off && c->ext[k] < p->size)
-        gc_ref(&g, p->base + c->ext[k]); /* documented as offsets */
-      else
-        gc_ref(&g, c->ext[k]);
-  }
-  while (g.n && !g.oom) {
-    uintptr_t a = g.stack[--g.n];
-    struct blk b;
-    blk_at(p, a, &b);
-    const uint64_t *w = (const uint64_t *)a;
-    for (size_t k = 0; k < b.size / 8; k++)
-      gc_ref(&g, w[k]);
+  if (gc_mark(&g) && !g.marks) {
+    gc_free(&g);
+    return PMKIT_E_NOMEM;
   }
   int r = 0;
   pmkit_gc_stats st = {0};
-  if (g.oom) {
+  uint64_t restored = 0; /* stays 0: gc's mark only follows live blocks */
+  if (g.oom)
     r = pmk_err(PMKIT_E_NOMEM, "no DRAM to finish marking; nothing freed");
-  } else {
-    for (uint32_t id = 0; id < p->nchunks; id++) {
-      uint32_t e = p->table[id];
-      const uint64_t *mk = g.marks[id];
-      if (e & PMK_T_HEAD) {
-        struct blk b;
-        blk_at(p, chunk_addr(p, id) + PMK_LARGE_HDR, &b);
-        if (mk && (mk[0] & 1)) {
-          st.blocks_live++;
-        } else {
-          release(p, &b, 1);
-          st.blocks_freed++;
-          st.bytes_freed += b.size;
-        }
-        continue;
-      }
-      if (e == PMK_T_FREE || e > PMK_NCLASS)
-        continue;
-      uint32_t nb = nblocks_of(e - 1);
-      uint32_t bs = pmk_class_size[e - 1];
-      for (uint32_t i = 0; i < nb; i++) {
-        struct blk b = {.chunk = id, .idx = i, .size = bs};
-        if (!blk_live(p, &b))
-          continue;
-        if (mk && (mk[i >> 6] >> (i & 63) & 1)) {
-          st.blocks_live++;
-        } else {
-          release(p, &b, 1);
-          st.blocks_freed++;
-          st.bytes_freed += bs;
-        }
-      }
-    }
-    pmk_fence();
-  }
-  for (uint32_t id = 0; id < p->nchunks; id++)
-    free(g.marks[id]);
-  free(g.marks);
-  free(g.stack);
+  else
+    gc_sweep(&g, NULL, NULL, &st, &restored);
+  gc_free(&g);
   if (stats)
     *stats = st;
   if (r)
@@ -1102,5 +1342,173 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
     tc->replay = saved.replay;
     tc->rcur = saved.rcur;
   }
+  return r;
+}
+
+/* ---- repair
+ * ------------------------------------------------------------------ */
+
+static void repair_table(pmkit_pool *p, struct pmk_repair *rp, uint32_t id,
+                         uint32_t v, const char *why) {
+  if (p->table[id] == v)
+    return;
+  repair_note(rp, "chunk %u: table entry %#x -> %#x (%s)", id, p->table[id], v,
+              why);
+  rp->stats->table_fixed++;
+  table_store(p, id, v);
+}
+
+int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
+  pthread_once(&cls_once, cls_init);
+  pmkit_repair_stats *rs = rp->stats;
+  struct pmk_state *st = p->st;
+  /* The root first: repair keeps what it reaches, so it must be sure of it.
+   * Refused before anything is written. */
+  if (st->root_check != pmk_root_word(st->root_off, st->root_size) &&
+      st->root_check != pmk_root_word(0, 0))
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "the root fields (offset %#llx, %llu bytes) do not match "
+                   "their check word: repair cannot tell what the pool's "
+                   "data is; nothing changed",
+                   (unsigned long long)st->root_off,
+                   (unsigned long long)st->root_size);
+  if (st->root_off &&
+      (st->root_off < p->hdr->heap_off || st->root_off >= p->size))
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "the root offset %#llx is outside the heap; nothing "
+                   "changed",
+                   (unsigned long long)st->root_off);
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)
+    if (pmk_ctx_state(&p->ctxs[i]) == PMK_CTX_ACTIVE)
+      return pmk_err(PMKIT_E_STATE,
+                     "context %u has a failure-atomic section in flight: "
+                     "recovery must finish it (open the pool with its "
+                     "program) before a repair; nothing changed",
+                     i);
+
+  /* 1. The chunk layout, from the table where it agrees with the chunk
+   *    headers and from the headers where the table lost an entry. Small
+   *    chunks keep every block for now (all bits set): what is reachable
+   *    decides below. `orig` keeps the bitmaps as they were. */
+  uint64_t **orig = calloc(p->nchunks ? p->nchunks : 1, sizeof *orig);
+  if (!orig)
+    return pmk_err(PMKIT_E_NOMEM, "no DRAM for the repair");
+  int r = 0;
+  for (uint32_t id = 0; id < p->nchunks;) {
+    uint32_t e = p->table[id];
+    struct pmk_chunk *ch = chunk_hdr(p, id);
+    uint32_t n = 0;
+    /* A small chunk's header (class, count and ~900 tail bits) with
+     * allocated blocks is the stronger evidence: a table entry that names
+     * a run over one is the altered one. (A run's first chunk can keep the
+     * header of its earlier life as a small chunk, but only an empty one.) */
+    int small = small_header(ch);
+    if ((e & PMK_T_HEAD) && (e & PMK_T_LEN_MASK) &&
+        (uint64_t)id + (e & PMK_T_LEN_MASK) <= p->nchunks &&
+        !(small && blocks_used(ch))) {
+      n = e & PMK_T_LEN_MASK;
+    } else if ((ch->cls & PMK_T_HEAD) && ch->nblocks == 1 &&
+               (ch->cls & PMK_T_LEN_MASK) &&
+               (uint64_t)id + (ch->cls & PMK_T_LEN_MASK) <= p->nchunks) {
+      n = ch->cls & PMK_T_LEN_MASK;
+      repair_table(p, rp, id, PMK_T_HEAD | n, "its header names a run");
+    }
+    if (n) {
+      if (e & PMK_T_HEAD)
+        repair_table(p, rp, id, PMK_T_HEAD | n, "");
+      for (uint32_t i = 1; i < n; i++)
+        repair_table(p, rp, id + i, PMK_T_CONT, "inside a run");
+      if (ch->cls != (PMK_T_HEAD | n) || ch->nblocks != 1) {
+        ch->cls = PMK_T_HEAD | n;
+        ch->nblocks = 1;
+        pmk_flush_line(ch);
+        rs->headers_fixed++;
+      }
+      id += n;
+      continue;
+    }
+    unsigned c = PMK_NCLASS;
+    if (e >= 1 && e <= PMK_NCLASS && ch->cls == e &&
+        ch->nblocks == nblocks_of(e - 1))
+      c = e - 1;
+    else if (small && ((e != PMK_T_FREE && e != PMK_T_CONT) || blocks_used(ch)))
+      c = ch->cls - 1; /* a lost or altered table entry */
+    if (c == PMK_NCLASS && e >= 1 && e <= PMK_NCLASS) {
+      /* The table names a class the header does not: keep the table's,
+       * with a fresh header (its blocks all kept until the mark). */
+      c = e - 1;
+      repair_note(rp, "chunk %u: header rewritten for class %u", id,
+                  pmk_class_size[c]);
+      rs->headers_fixed++;
+      ch->cls = c + 1;
+      ch->nblocks = nblocks_of(c);
+      pmk_flush_line(ch);
+    }
+    if (c == PMK_NCLASS) {
+      repair_table(p, rp, id, PMK_T_FREE, "no chunk here");
+      id++;
+      continue;
+    }
+    if (!(orig[id] = malloc(sizeof ch->bitmap))) {
+      r = pmk_err(PMKIT_E_NOMEM, "no DRAM for the repair");
+      goto out;
+    }
+    memcpy(orig[id], ch->bitmap, sizeof ch->bitmap);
+    repair_table(p, rp, id, c + 1, "its header names the class");
+    memset(ch->bitmap, 0xff, sizeof ch->bitmap);
+    id++;
+  }
+
+  /* 2. The root must be a block of the rebuilt layout. */
+  if ((r = pmk_root_check(p)) != 0) {
+    r = pmk_err(PMKIT_E_CORRUPT,
+                "the root object (offset %#llx) is not a block of the "
+                "rebuilt heap: repair cannot tell what the pool's data is",
+                (unsigned long long)st->root_off);
+    goto out;
+  }
+
+  /* 3. Keep what the root and the contexts reach (pointers and offsets),
+   *    free the rest. */
+  struct gc g = {.p = p, .flags = PMKIT_GC_OFFSETS};
+  if ((r = gc_mark(&g)) != 0) {
+    gc_free(&g);
+    goto out;
+  }
+  pmkit_gc_stats gs = {0};
+  gc_sweep(&g, orig, rp, &gs, &rs->blocks_restored);
+  rs->blocks_kept = gs.blocks_live;
+  rs->blocks_freed = gs.blocks_freed;
+  rs->bytes_freed = gs.bytes_freed;
+  gc_free(&g);
+
+  /* 4. The state page and the contexts. */
+  if (st->run_gen == 0) {
+    repair_note(rp, "state page: run generation 0 -> 1");
+    pmk_store64(&st->run_gen, 1);
+    rs->state_fixed++;
+  }
+  uint64_t w = pmk_root_word(st->root_off, st->root_size);
+  if (st->root_check != w) {
+    pmk_store64(&st->root_check, w);
+    rs->state_fixed++;
+  }
+  for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
+    struct pmk_ctx_pm *c = &p->ctxs[i];
+    if (pmk_ctx_state(c) > PMK_CTX_ACTIVE || c->reserved) {
+      repair_note(rp, "context %u: state %#llx, reserved %#llx -> idle, 0", i,
+                  (unsigned long long)c->state,
+                  (unsigned long long)c->reserved);
+      pmk_store64_line(&c->state, PMK_CTX_IDLE);
+      pmk_store64_line(&c->reserved, 0);
+      pmk_flush_line(c);
+      rs->contexts_fixed++;
+    }
+  }
+  pmk_fence();
+out:
+  for (uint32_t id = 0; id < p->nchunks; id++)
+    free(orig[id]);
+  free(orig);
   return r;
 }

@@ -70,10 +70,20 @@ struct pmk_hdr {
 };
 
 struct pmk_state {
-  uint64_t run_gen;  /* bumped by every open; PM locks compare it */
-  uint64_t root_off; /* 0 = no root yet; written last (commit) */
-  uint64_t root_size;
+  uint64_t run_gen;    /* bumped by every open; PM locks compare it */
+  uint64_t root_off;   /* 0 = no root yet */
+  uint64_t root_size;  /* bytes the root was created with */
+  uint64_t root_check; /* pmk_root_word(root_off, root_size) */
 };
+/* The check word of the root fields. pmkit_root writes the size, the offset
+ * and then this word, each fenced, so a crash can leave the word of no root
+ * (pmk_root_word(0, 0)) beside a new root, which open completes; any other
+ * mismatch (a zeroed or altered offset or size) is corruption. Never 0. */
+static inline uint64_t pmk_root_word(uint64_t off, uint64_t size) {
+  uint64_t h = (off ^ 0x6a09e667f3bcc908ull) * 0x9e3779b97f4a7c15ull ^ size;
+  h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull;
+  return (h ^ h >> 29) | 1;
+}
 
 /* Context slot states (persistent). Layout version 2 also had a
  * committing state (2); it reads as corrupt now. */
@@ -295,10 +305,24 @@ PMK_HIDDEN extern const uint32_t pmk_class_size[PMK_NCLASS];
  * `repair`, first finish journals and repair benign leftovers of a crash. */
 PMK_HIDDEN int pmk_heap_open(pmkit_pool *p, int repair);
 PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
-PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info);
-/* 0 if the pool has no root object or it is an allocated block (its start)
- * of at least the recorded size; else PMKIT_E_CORRUPT. */
+/* Validate the allocator metadata and the root, and fill `info` (may be
+ * NULL); with a `report`, also walk what the root and the contexts reach
+ * (see pmkit_check_report). */
+PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
+                              pmkit_check_report *report);
+/* 0 if the state page's root fields agree with their check word and the
+ * pool has no root object or it is an allocated block (its start) of at
+ * least the recorded size; else PMKIT_E_CORRUPT. */
 PMK_HIDDEN int pmk_root_check(pmkit_pool *p);
+/* pmkit_pool_repair's work on a pool mapped by pool.c (privately for a dry
+ * run): rebuild the allocator metadata from the chunk headers and what the
+ * root and the contexts reach; every change goes to note() and stats. */
+struct pmk_repair {
+  void (*note)(void *arg, const char *line);
+  void *arg;
+  pmkit_repair_stats *stats;
+};
+PMK_HIDDEN int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp);
 PMK_HIDDEN void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc);
 PMK_HIDDEN void pmk_tc_unreserve(pmkit_pool *p);
 /* Entries of slot c's journal: the leading ones whose check holds, none

@@ -145,10 +145,9 @@ pmkit_pool *pmkit_pool_of(const void *addr) {
 int pmkit_in_pool(const void *addr) { return pmkit_pool_of(addr) != NULL; }
 
 /* Map `size` bytes of fd at exactly `base`, never over an existing mapping. */
-static int map_fixed(int fd, uintptr_t base, size_t size, int prot,
+static int map_fixed(int fd, uintptr_t base, size_t size, int prot, int share,
                      void **out) {
-  void *m =
-      mmap((void *)base, size, prot, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+  void *m = mmap((void *)base, size, prot, share | MAP_FIXED_NOREPLACE, fd, 0);
   if (m == MAP_FAILED) {
     if (errno == EEXIST)
       return pmk_err(PMKIT_E_ADDRINUSE,
@@ -213,6 +212,12 @@ static int hdr_check(const struct pmk_hdr *h, size_t got, uint64_t avail,
     return pmk_err(PMKIT_E_TRUNCATED,
                    "%s is truncated: %llu bytes, header says %llu", name,
                    (unsigned long long)avail, (unsigned long long)h->size);
+  if (avail != UINT64_MAX && avail > h->size)
+    return pmk_err(PMKIT_E_CORRUPT,
+                   "%s has %llu bytes after the pool's end (the header says "
+                   "%llu bytes)",
+                   name, (unsigned long long)(avail - h->size),
+                   (unsigned long long)h->size);
   return 0;
 }
 
@@ -325,7 +330,7 @@ int pmkit_pool_create(const char *path, size_t size,
   uuid[6] = (uuid[6] & 0x0f) | 0x40; /* RFC 4122 version 4 */
   uuid[8] = (uuid[8] & 0x3f) | 0x80;
   if (want) {
-    if ((r = map_fixed(fd, want, size, PROT_READ | PROT_WRITE, &m)))
+    if ((r = map_fixed(fd, want, size, PROT_READ | PROT_WRITE, MAP_SHARED, &m)))
       goto fail;
   } else {
     uint64_t h = pmk_fnv1a(uuid, sizeof uuid);
@@ -333,7 +338,7 @@ int pmkit_pool_create(const char *path, size_t size,
     for (unsigned k = 0; k < 64 && r; k++) {
       uintptr_t b = AUTO_BASE_LO +
                     ((h + k * 7919ull) % AUTO_BASE_SLOTS) * AUTO_BASE_ALIGN;
-      r = map_fixed(fd, b, size, PROT_READ | PROT_WRITE, &m);
+      r = map_fixed(fd, b, size, PROT_READ | PROT_WRITE, MAP_SHARED, &m);
       if (r && r != PMKIT_E_ADDRINUSE)
         goto fail;
     }
@@ -346,6 +351,7 @@ int pmkit_pool_create(const char *path, size_t size,
   struct pmk_hdr *h = m;
   struct pmk_state *st = (struct pmk_state *)((char *)m + PMK_STATE_OFF);
   st->run_gen = 1;
+  st->root_check = pmk_root_word(0, 0);
   pmkit_flush(st, sizeof *st);
   memcpy(h->magic, PMK_MAGIC, sizeof h->magic);
   h->layout_version = PMKIT_LAYOUT_VERSION;
@@ -417,7 +423,9 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   *out = NULL;
   unsigned flags = opts ? opts->flags : 0;
   int inspect = (flags & PMKIT_POOL_INSPECT) != 0;
-  int fd = open(path, (inspect ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; refused below
+   * (it has no effect on a regular file). */
+  int fd = open(path, (inspect ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return pmk_err(errno == ENOENT ? PMKIT_E_NOENT : PMKIT_E_IO,
                    "cannot open %s: %s", path, strerror(errno));
@@ -468,7 +476,8 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   if ((r = reg_add(p)))
     goto fail;
   if ((r = map_fixed(fd, h.base, h.size,
-                     inspect ? PROT_READ : PROT_READ | PROT_WRITE, &m))) {
+                     inspect ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED,
+                     &m))) {
     reg_del(p);
     goto fail;
   }
@@ -478,16 +487,24 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     reg_del(p);
     goto fail;
   }
+  if (p->st->run_gen == 0) { /* create writes 1, every open bumps it */
+    r = pmk_err(PMKIT_E_CORRUPT, "%s: the state page's run generation is 0",
+                path);
+    reg_del(p);
+    goto fail;
+  }
   pmk_trace_pool_open(p);
+  /* Validate (and finish interrupted allocator work), then bump the run
+   * generation: a pool refused is left as it was. */
+  if ((r = pmk_heap_open(p, !inspect))) {
+    reg_del(p);
+    goto fail;
+  }
   if (!inspect) {
     pmk_store64(&p->st->run_gen, p->st->run_gen + 1);
     pmkit_fence();
   }
   p->gen = p->st->run_gen;
-  if ((r = pmk_heap_open(p, !inspect))) {
-    reg_del(p);
-    goto fail;
-  }
   *out = p;
   return 0;
 fail:
@@ -523,14 +540,17 @@ int pmkit_pool_attach(void *base, pmkit_pool **out) {
     return r;
   }
   attach(p, base);
-  pmk_store64(&p->st->run_gen, p->st->run_gen + 1);
-  pmkit_fence();
-  p->gen = p->st->run_gen;
-  if ((r = pmk_heap_open(p, 1))) {
+  if (p->st->run_gen == 0 || (r = pmk_heap_open(p, 1))) {
+    if (!r)
+      r = pmk_err(PMKIT_E_CORRUPT, "%s: the state page's run generation is 0",
+                  name);
     reg_del(p);
     pool_free(p);
     return r;
   }
+  pmk_store64(&p->st->run_gen, p->st->run_gen + 1);
+  pmkit_fence();
+  p->gen = p->st->run_gen;
   *out = p;
   return 0;
 }
@@ -572,8 +592,9 @@ int pmkit_root(pmkit_pool *p, size_t size, void **out) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_root: bad argument");
   pthread_mutex_lock(&p->root_lock);
   int r = 0;
-  if (p->st->root_off && (r = pmk_root_check(p)) != 0) {
-    /* a root offset the state page cannot vouch for: refuse it */
+  if ((r = pmk_root_check(p)) != 0) {
+    /* root fields the state page cannot vouch for (a zeroed offset would
+     * otherwise make a second root): refuse them */
   } else if (p->st->root_off) {
     if (p->st->root_size < size)
       r = pmk_err(PMKIT_E_INVAL, "root object is %llu bytes; %zu requested",
@@ -589,6 +610,9 @@ int pmkit_root(pmkit_pool *p, size_t size, void **out) {
       pmk_store64(&p->st->root_size, size);
       pmk_fence();
       pmk_store64(&p->st->root_off, pmkit_off(p, obj)); /* commit */
+      pmk_fence();
+      pmk_store64(&p->st->root_check,
+                  pmk_root_word(pmkit_off(p, obj), size)); /* see internal.h */
       pmk_fence();
       *out = obj;
     }
@@ -619,7 +643,7 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   if (!(p->flags & PMKIT_POOL_INSPECT))
     pmk_tc_unreserve(p); /* count the caller's reserved blocks as free */
   pmkit_pool_info tmp;
-  int r = pmk_heap_check(p, &tmp);
+  int r = pmk_heap_check(p, &tmp, NULL);
   info->blocks_used = tmp.blocks_used;
   info->bytes_used = tmp.bytes_used;
   info->chunks_free = tmp.chunks_free;
@@ -628,12 +652,116 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   return r;
 }
 
-int pmkit_pool_check(pmkit_pool *p) {
+int pmkit_pool_check(pmkit_pool *p) { return pmkit_pool_check_report(p, NULL); }
+
+int pmkit_pool_check_report(pmkit_pool *p, pmkit_check_report *report) {
+  if (report)
+    memset(report, 0, sizeof *report);
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_check: NULL pool");
   if (hdr_sum(p->hdr) != p->hdr->checksum)
     return pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
   if (p->st->run_gen == 0)
     return pmk_err(PMKIT_E_CORRUPT, "run generation is 0");
-  return pmk_heap_check(p, NULL);
+  return pmk_heap_check(p, NULL, report);
+}
+
+int pmkit_pool_repair(const char *path, unsigned flags,
+                      void (*note)(void *arg, const char *line), void *arg,
+                      pmkit_repair_stats *stats) {
+  pmk_init();
+  pmk_clear_err();
+  pmkit_repair_stats tmp;
+  if (!stats)
+    stats = &tmp;
+  memset(stats, 0, sizeof *stats);
+  if (!path || !*path || (flags & ~PMKIT_REPAIR_DRY_RUN))
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_repair: bad argument");
+  int dry = (flags & PMKIT_REPAIR_DRY_RUN) != 0;
+  /* O_NONBLOCK: a FIFO must not hang the open; refused below. */
+  int fd = open(path, (dry ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return pmk_err(errno == ENOENT ? PMKIT_E_NOENT : PMKIT_E_IO,
+                   "cannot open %s: %s", path, strerror(errno));
+  pmkit_pool *p = pool_new(path, -1); /* reads go through the mapping */
+  if (!p) {
+    close(fd);
+    return pmk_err(PMKIT_E_NOMEM, "out of memory");
+  }
+  void *m = NULL;
+  int r, added = 0;
+  struct stat sb;
+  struct pmk_hdr h;
+  memset(&h, 0, sizeof h);
+  if (flock(fd, (dry ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    r = errno == EWOULDBLOCK
+            ? pmk_err(PMKIT_E_BUSY, "%s is open (by this or another process)",
+                      path)
+            : pmk_err(PMKIT_E_IO, "flock %s: %s", path, strerror(errno));
+    goto out;
+  }
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    r = pmk_err(PMKIT_E_FOREIGN, "%s is not a regular file", path);
+    goto out;
+  }
+  ssize_t got = pread(fd, &h, sizeof h, 0);
+  if (got < 0) {
+    r = pmk_err(PMKIT_E_IO, "read %s: %s", path, strerror(errno));
+    goto out;
+  }
+  /* The header is not repaired: it is immutable and checksummed, and
+   * nothing can be trusted without it. Bytes after the end are cut. */
+  if ((r = hdr_check(&h, (size_t)got, UINT64_MAX, path)))
+    goto out;
+  if ((uint64_t)sb.st_size < h.size) {
+    r = pmk_err(PMKIT_E_TRUNCATED,
+                "%s is truncated: %llu bytes, header says %llu; a repair "
+                "cannot restore what is missing",
+                path, (unsigned long long)sb.st_size,
+                (unsigned long long)h.size);
+    goto out;
+  }
+  p->base = h.base;
+  p->size = h.size;
+  if ((r = reg_add(p)))
+    goto out;
+  added = 1;
+  if ((r = map_fixed(fd, h.base, h.size, PROT_READ | PROT_WRITE,
+                     dry ? MAP_PRIVATE : MAP_SHARED, &m)))
+    goto out;
+  attach(p, m);
+  struct pmk_repair rp = {note, arg, stats};
+  if ((r = pmk_heap_repair(p, &rp)))
+    goto out;
+  if ((uint64_t)sb.st_size > h.size) {
+    stats->bytes_cut = (uint64_t)sb.st_size - h.size;
+    if (note) {
+      char line[128];
+      snprintf(line, sizeof line, "file: %llu bytes after the pool's end cut",
+               (unsigned long long)stats->bytes_cut);
+      note(arg, line);
+    }
+    if (!dry && ftruncate(fd, (off_t)h.size) != 0) {
+      r = pmk_err(PMKIT_E_IO, "truncate %s: %s", path, strerror(errno));
+      goto out;
+    }
+  }
+  /* What the repair leaves must pass the full check. */
+  if ((r = pmk_heap_check(p, NULL, NULL)) != 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", pmkit_errormsg());
+    r = pmk_err(PMKIT_E_CORRUPT, "%s: the repaired pool still fails: %s", path,
+                why);
+    goto out;
+  }
+  if (!dry && fsync(fd) != 0)
+    r = pmk_err(PMKIT_E_IO, "fsync %s: %s", path, strerror(errno));
+out:
+  if (m)
+    munmap(m, h.size);
+  if (added)
+    reg_del(p);
+  close(fd);
+  pool_free(p);
+  return r;
 }

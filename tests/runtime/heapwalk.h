@@ -86,13 +86,11 @@ static int hw_cmp(const void *x, const void *y) {
   return p->a < q->a ? -1 : p->a > q->a;
 }
 
-/* Validate everything; returns the number of published blocks, or -1 with
- * a message on stderr. */
-static inline int hw_check(pmkit_pool *p, struct hw_root *rt) {
-  if (pmkit_pool_check(p)) {
-    fprintf(stderr, "heapwalk: metadata: %s\n", pmkit_errormsg());
-    return -1;
-  }
+/* Validate the published blocks (allocated, header, contents, no overlap)
+ * and that new allocations never hand one out again, without the metadata
+ * check; returns the number of published blocks, or -1 with a message on
+ * stderr. */
+static inline int hw_verify(pmkit_pool *p, struct hw_root *rt) {
   static struct hw_range r[HW_SLOTS + 1];
   int n = 0;
   for (unsigned i = 0; i < HW_SLOTS; i++) {
@@ -151,6 +149,15 @@ static inline int hw_check(pmkit_pool *p, struct hw_root *rt) {
       return -1;
     }
   return n;
+}
+
+/* Validate everything: the metadata (pmkit_pool_check), then hw_verify. */
+static inline int hw_check(pmkit_pool *p, struct hw_root *rt) {
+  if (pmkit_pool_check(p)) {
+    fprintf(stderr, "heapwalk: metadata: %s\n", pmkit_errormsg());
+    return -1;
+  }
+  return hw_verify(p, rt);
 }
 
 #endif

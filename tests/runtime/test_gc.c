@@ -58,18 +58,23 @@ int main(void) {
 
   /* gc refuses a pool that check rejects, and frees nothing: a root offset
    * that is not a block's start (on which gc would have found nothing
-   * reachable and freed every block), a zeroed run generation. pmkit_root
-   * refuses the bad offset too. The state page: run_gen, root_off,
-   * root_size at PMK_STATE_OFF (4096). */
+   * reachable and freed every block), a zeroed root offset, a zeroed run
+   * generation. pmkit_root refuses the bad offsets too. The state page:
+   * run_gen, root_off, root_size, root_check at PMK_STATE_OFF (4096). */
   uint64_t *state = (uint64_t *)((char *)pmkit_pool_base(p) + 4096);
-  uint64_t saved[2] = {state[0], state[1]};
+  uint64_t saved[4] = {state[0], state[1], state[2], state[3]};
   void *r2;
   state[1] = saved[1] + 8;
   CHECK(pmkit_pool_gc(p, 0, &st) == PMKIT_E_CORRUPT);
-  CHECK(strstr(pmkit_errormsg(), "is not an allocated block") &&
+  CHECK(strstr(pmkit_errormsg(), "do not match their check word") &&
         strstr(pmkit_errormsg(), "gc freed nothing"));
   CHECK(pmkit_root(p, sizeof *root, &r2) == PMKIT_E_CORRUPT);
+  state[1] = 0; /* no root: every block would be unreachable */
+  CHECK(pmkit_pool_gc(p, 0, &st) == PMKIT_E_CORRUPT);
+  CHECK(strstr(pmkit_errormsg(), "check word"));
+  CHECK(pmkit_root(p, sizeof *root, &r2) == PMKIT_E_CORRUPT);
   state[1] = saved[1];
+  state[3] = saved[3];
   state[0] = 0;
   CHECK(pmkit_pool_gc(p, 0, &st) == PMKIT_E_CORRUPT);
   state[0] = saved[0];
