@@ -972,6 +972,12 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
     struct pmk_chunk *ch = chunk_hdr(p, id);
     uint32_t nb = nblocks_of(e - 1), used = blocks_used(ch);
     if (used == 0 && repair && !pinned[id]) {
+      /* Frees are not written back (pmkit_free): the clear bits must be
+       * durable before the free entry, or a crash could leave a free chunk
+       * whose header still shows allocated blocks, which reads as a lost
+       * table entry. */
+      pmkit_flush(ch->bitmap, sizeof ch->bitmap);
+      pmk_fence();
       table_store(p, id, PMK_T_FREE);
       p->freemap[id >> 6] |= 1ull << (id & 63);
     } else if (used < nb) {
@@ -1483,8 +1489,9 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
   gc_free(&g);
 
   /* 4. The state page and the contexts. */
-  if (st->run_gen == 0) {
-    repair_note(rp, "state page: run generation 0 -> 1");
+  if (!pmk_gen_ok(st->run_gen)) {
+    repair_note(rp, "state page: run generation %llu -> 1",
+                (unsigned long long)st->run_gen);
     pmk_store64(&st->run_gen, 1);
     rs->state_fixed++;
   }

@@ -69,6 +69,14 @@ struct pmk_hdr {
   uint64_t checksum; /* FNV-1a 64 over the bytes before this field */
 };
 
+/* Run generations are 1 (create) and up, one per open: one at or above this
+ * bound (no pool is opened 2^62 times) is corrupt, and bumping it could
+ * wrap to 0. */
+#define PMK_GEN_LIMIT (1ull << 62)
+static inline int pmk_gen_ok(uint64_t gen) {
+  return gen != 0 && gen < PMK_GEN_LIMIT;
+}
+
 struct pmk_state {
   uint64_t run_gen;    /* bumped by every open; PM locks compare it */
   uint64_t root_off;   /* 0 = no root yet */

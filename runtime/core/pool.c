@@ -487,9 +487,10 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     reg_del(p);
     goto fail;
   }
-  if (p->st->run_gen == 0) { /* create writes 1, every open bumps it */
-    r = pmk_err(PMKIT_E_CORRUPT, "%s: the state page's run generation is 0",
-                path);
+  if (!pmk_gen_ok(p->st->run_gen)) { /* create writes 1, each open adds 1 */
+    r = pmk_err(PMKIT_E_CORRUPT,
+                "%s: the state page's run generation (%llu) is out of range",
+                path, (unsigned long long)p->st->run_gen);
     reg_del(p);
     goto fail;
   }
@@ -540,10 +541,11 @@ int pmkit_pool_attach(void *base, pmkit_pool **out) {
     return r;
   }
   attach(p, base);
-  if (p->st->run_gen == 0 || (r = pmk_heap_open(p, 1))) {
+  if (!pmk_gen_ok(p->st->run_gen) || (r = pmk_heap_open(p, 1))) {
     if (!r)
-      r = pmk_err(PMKIT_E_CORRUPT, "%s: the state page's run generation is 0",
-                  name);
+      r = pmk_err(PMKIT_E_CORRUPT,
+                  "%s: the state page's run generation (%llu) is out of range",
+                  name, (unsigned long long)p->st->run_gen);
     reg_del(p);
     pool_free(p);
     return r;
@@ -661,8 +663,9 @@ int pmkit_pool_check_report(pmkit_pool *p, pmkit_check_report *report) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_check: NULL pool");
   if (hdr_sum(p->hdr) != p->hdr->checksum)
     return pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
-  if (p->st->run_gen == 0)
-    return pmk_err(PMKIT_E_CORRUPT, "run generation is 0");
+  if (!pmk_gen_ok(p->st->run_gen))
+    return pmk_err(PMKIT_E_CORRUPT, "run generation %llu is out of range",
+                   (unsigned long long)p->st->run_gen);
   return pmk_heap_check(p, NULL, report);
 }
 
