@@ -176,12 +176,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (pmkit_pool_open(path, &ins, &p) == 0) {
     void *root;
     (void)pmkit_pool_stat(p, &info);
-    (void)pmkit_pool_check_report(p, &rep);
+    (void)pmkit_pool_check_report(p, 0, &rep);
     (void)pmkit_root(p, 8, &root);
     pmkit_pool_close(p);
   }
   if (pmkit_pool_open(path, NULL, &p) == 0) {
-    if (pmkit_pool_check_report(p, &rep) == 0 && !rep.suspects)
+    if (pmkit_pool_check_report(p, 0, &rep) == 0 && !rep.suspects)
       use(p);
     (void)pmkit_pool_gc(p, PMKIT_GC_OFFSETS, &gs);
     pmkit_pool_close(p);

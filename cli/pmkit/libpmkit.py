@@ -91,6 +91,7 @@ class _GcStats(C.Structure):
         ("blocks_live", C.c_uint64),
         ("blocks_freed", C.c_uint64),
         ("bytes_freed", C.c_uint64),
+        ("suspects", C.c_uint64),
     ]
 
 
@@ -134,7 +135,7 @@ def lib() -> C.CDLL:
         L.pmkit_pool_close.argtypes = [C.c_void_p]
         L.pmkit_pool_stat.argtypes = [C.c_void_p, C.POINTER(_Info)]
         L.pmkit_pool_check.argtypes = [C.c_void_p]
-        L.pmkit_pool_check_report.argtypes = [C.c_void_p, C.POINTER(_CheckReport)]
+        L.pmkit_pool_check_report.argtypes = [C.c_void_p, C.c_uint, C.POINTER(_CheckReport)]
         L.pmkit_pool_repair.argtypes = [
             C.c_char_p,
             C.c_uint,
@@ -204,16 +205,17 @@ class Pool:
     def check(self) -> None:
         _raise(lib().pmkit_pool_check(self._h))
 
-    def check_report(self) -> dict[str, int]:
+    def check_report(self, offsets: bool = False) -> dict[str, int]:
         """The full check and, if it passes, what the walk of the reachable heap found."""
         r = _CheckReport()
-        _raise(lib().pmkit_pool_check_report(self._h, C.byref(r)))
+        _raise(lib().pmkit_pool_check_report(self._h, GC_OFFSETS if offsets else 0, C.byref(r)))
         return {f: getattr(r, f) for f, _ in _CheckReport._fields_}
 
-    def gc(self, offsets: bool = False) -> tuple[int, int, int]:
+    def gc(self, offsets: bool = False) -> tuple[int, int, int, int]:
+        """(blocks live, blocks freed, bytes freed, suspects)."""
         s = _GcStats()
         _raise(lib().pmkit_pool_gc(self._h, GC_OFFSETS if offsets else 0, C.byref(s)))
-        return s.blocks_live, s.blocks_freed, s.bytes_freed
+        return s.blocks_live, s.blocks_freed, s.bytes_freed, s.suspects
 
 
 def domain() -> tuple[str, str]:

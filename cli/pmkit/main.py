@@ -158,11 +158,11 @@ def cmd_pool_check(args) -> int:
     _pool_path(args.path)
     if args.repair:
         return _pool_repair(args)
-    if args.dry_run or args.backup:
+    if args.dry_run or args.backup is not None:
         raise PathError("--dry-run and --backup go with --repair")
 
     def check(p):
-        return p.check_report(), p.info()
+        return p.check_report(args.offsets), p.info()
 
     r, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), check)
     if err is not None:
@@ -179,13 +179,10 @@ def cmd_pool_check(args) -> int:
             "crash during a large allocation or free leaves these; the next open completes them"
         )
     if rep["suspects"]:
-        print(
-            f"warning: {rep['suspects']} reachable words point to free blocks, the first to "
-            f"offset {rep['suspect_off']:#x} from the block at offset {rep['suspect_from']:#x}: "
-            "a lost allocation bit, or a pointer the program kept to a block it freed. A lost bit "
-            "lets the allocator hand out live data; 'pmkit pool check --repair' marks every "
-            "reachable block allocated",
-            file=sys.stderr,
+        src = rep["suspect_from"]
+        where = f"the block at offset {src:#x}" if src else "a root"
+        _warn_suspects(
+            rep["suspects"], f", the first to offset {rep['suspect_off']:#x} from {where}"
         )
     return EXIT_OK
 
@@ -215,7 +212,7 @@ def _pool_repair(args) -> int:
         f"{st['state_fixed']} state words, {st['contexts_fixed']} context slots rewritten"
         + (f"; {st['bytes_cut']} bytes after the pool's end cut" if st["bytes_cut"] else "")
     )
-    if not notes and not st["state_fixed"]:
+    if not notes and not any(v for k, v in st.items() if k != "blocks_kept"):
         print(f"{args.path}: nothing to repair ({st['blocks_kept']} reachable blocks)")
         return EXIT_OK
     if args.dry_run:
@@ -223,9 +220,13 @@ def _pool_repair(args) -> int:
         show(notes)
         print(f"dry run, nothing written: {summary}")
         return EXIT_OK
+    if args.backup == "":
+        raise PathError("--backup needs a file name")
     backup = args.backup or args.path + ".bak"
     if os.path.lexists(backup):
         raise PathError(f"{backup} exists: remove it or name another copy with --backup")
+    if not os.access(args.path, os.W_OK):  # before the copy: no backup left behind
+        raise PathError(f"cannot repair {args.path}: not writable")
     cp = shutil.which("cp")
     copied = cp and subprocess.run(
         [cp, "--sparse=always", "--reflink=auto", "--", args.path, backup], capture_output=True
@@ -252,9 +253,20 @@ def cmd_pool_gc(args) -> int:
     r, err = _with_pool(lambda: libpmkit.Pool.open(args.path), lambda p: p.gc(args.offsets))
     if err is not None:
         return err
-    live, freed, nbytes = r
+    live, freed, nbytes, suspects = r
     print(f"{args.path}: {live} blocks reachable, {freed} reclaimed ({human(nbytes)})")
+    if suspects:
+        _warn_suspects(suspects)
     return EXIT_OK
+
+
+def _warn_suspects(n: int, first: str = "") -> None:
+    print(
+        f"warning: {n} reachable words point to free blocks{first}: a lost allocation bit, or "
+        "a pointer the program kept to a block it freed. A lost bit lets the allocator hand "
+        "out live data; 'pmkit pool check --repair' marks every reachable block allocated",
+        file=sys.stderr,
+    )
 
 
 # ---- demo ------------------------------------------------------------------------------------
@@ -368,6 +380,11 @@ def build_parser() -> Parser:
         "--dry-run", action="store_true", help="with --repair: show the changes, write nothing"
     )
     pk.add_argument("--backup", metavar="FILE", help="with --repair: the copy (default PATH.bak)")
+    pk.add_argument(
+        "--offsets",
+        action="store_true",
+        help="also follow words holding pool offsets (as gc --offsets; repair always does)",
+    )
     pk.set_defaults(func=cmd_pool_check)
     pg = psub.add_parser("gc", help="reclaim blocks unreachable from the root")
     pg.add_argument("path")

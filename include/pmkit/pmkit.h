@@ -148,13 +148,19 @@ typedef struct pmkit_check_report {
 } pmkit_check_report;
 
 /* pmkit_pool_check, and then (if it passes) a walk of every block the root
- * and the contexts reach, which fills `report`. Time proportional to the
- * reachable heap. */
-PMKIT_NOTHROW int pmkit_pool_check_report(pmkit_pool *pool,
+ * and the contexts reach, which fills `report`; with PMKIT_GC_OFFSETS (see
+ * pmkit_pool_gc), words holding pool offsets are followed and counted too.
+ * Time proportional to the reachable heap. */
+PMKIT_NOTHROW int pmkit_pool_check_report(pmkit_pool *pool, unsigned flags,
                                           pmkit_check_report *report);
 
 typedef struct pmkit_gc_stats {
   uint64_t blocks_live, blocks_freed, bytes_freed;
+  /* Reachable words pointing into free blocks or free chunks, as
+   * pmkit_check_report counts them. gc follows the free blocks' contents
+   * (what a block with a lost allocation bit points to stays allocated)
+   * but leaves those blocks free. */
+  uint64_t suspects;
 } pmkit_gc_stats;
 
 /* Also treat words that look like pool offsets as references. */

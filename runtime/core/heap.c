@@ -141,38 +141,6 @@ static int blk_live(const pmkit_pool *p, const struct blk *b) {
   return (w >> (b->idx & 63)) & 1;
 }
 
-/* The live block containing address `a` (interior pointers), for gc. */
-static int blk_containing(const pmkit_pool *p, uintptr_t a, struct blk *b) {
-  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
-    return -1;
-  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
-  uint32_t e = p->table[id];
-  if (e == PMK_T_CONT) {
-    /* Walk back to the head; repaired tables have one. */
-    uint32_t h = id;
-    while (h > 0 && p->table[h] == PMK_T_CONT)
-      h--;
-    uint32_t he = p->table[h];
-    if (!(he & PMK_T_HEAD) || h + (he & PMK_T_LEN_MASK) <= id)
-      return -1;
-    return blk_at(p, chunk_addr(p, h) + PMK_LARGE_HDR, b);
-  }
-  if (e & PMK_T_HEAD)
-    return blk_at(p, chunk_addr(p, id) + PMK_LARGE_HDR, b);
-  if (e == PMK_T_FREE || e > PMK_NCLASS)
-    return -1;
-  uintptr_t ca = chunk_addr(p, id);
-  if (a < ca + PMK_CHUNK_HDR)
-    return -1;
-  uint32_t bs = pmk_class_size[e - 1];
-  uint32_t idx = (uint32_t)(a - ca - PMK_CHUNK_HDR) / bs;
-  if (idx >= nblocks_of(e - 1))
-    return -1;
-  if (blk_at(p, ca + PMK_CHUNK_HDR + (uintptr_t)idx * bs, b))
-    return -1;
-  return blk_live(p, b) ? 0 : -1;
-}
-
 /* ---- volatile lists --------------------------------------------------------
  */
 
@@ -483,15 +451,22 @@ static int release(pmkit_pool *p, const struct blk *b, int flush) {
   if (b->large) {
     if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
       return 0;
-    /* The reverse of large_commit: continuations and the header, a
-     * fence, then the head (the commit point). A crash before the head
-     * leaves the run allocated (a leak), with free entries inside it. */
+    /* The reverse of large_commit: the chunk headers, the continuations,
+     * then the head (the commit point), each step fenced. A crash before
+     * the head leaves the run allocated (a leak), with free entries inside
+     * it. */
+    /* Each chunk's first word is cleared before its entry says free: a
+     * free chunk must not look like one that holds blocks (the program's
+     * data there could). */
+    for (uint32_t i = 0; i < b->idx; i++) {
+      struct pmk_chunk *ch = chunk_hdr(p, b->chunk + i);
+      pmk_crash_point();
+      __atomic_store_n(&ch->cls, 0, __ATOMIC_RELAXED);
+      pmk_flush_line(ch);
+    }
+    pmk_fence();
     for (uint32_t i = b->idx; i-- > 1;)
       table_store(p, b->chunk + i, PMK_T_FREE);
-    struct pmk_chunk *ch = chunk_hdr(p, b->chunk);
-    pmk_crash_point();
-    __atomic_store_n(&ch->cls, 0, __ATOMIC_RELAXED);
-    pmk_flush_line(ch);
     pmk_fence();
     table_store(p, b->chunk, PMK_T_FREE);
     return 1;
@@ -741,9 +716,17 @@ static int journal_entry_ok(const pmkit_pool *p, uint64_t e) {
     return 0;
   uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
   uint32_t t = p->table[id];
-  if (n) /* a large allocation: a run start, inside the heap */
-    return a == chunk_addr(p, id) + PMK_LARGE_HDR &&
-           (uint64_t)id + n <= p->nchunks;
+  if (n) { /* a large allocation: a run start, inside the heap, over
+            * chunks that are free or already this run */
+    if (a != chunk_addr(p, id) + PMK_LARGE_HDR ||
+        (uint64_t)id + n > p->nchunks ||
+        (t != PMK_T_FREE && t != (PMK_T_HEAD | n)))
+      return 0;
+    for (uint32_t i = 1; i < n; i++)
+      if (p->table[id + i] != PMK_T_FREE && p->table[id + i] != PMK_T_CONT)
+        return 0;
+    return 1;
+  }
   if (t >= 1 && t <= PMK_NCLASS) { /* a small block slot */
     uint32_t bs = pmk_class_size[t - 1];
     uintptr_t ca = chunk_addr(p, id) + PMK_CHUNK_HDR;
@@ -866,7 +849,12 @@ static int table_ok(pmkit_pool *p, uint64_t *gaps) {
                          "chunk %u: inside the run at chunk %u but marked "
                          "%#x",
                          id + i, id, f);
-        g += f == PMK_T_FREE;
+        if (f == PMK_T_FREE) { /* a crash's gap, or a lost entry */
+          int r = free_chunk_ok(p, id + i);
+          if (r)
+            return r;
+          g++;
+        }
       }
       id += n;
       continue;
@@ -1045,14 +1033,43 @@ int pmk_root_check(pmkit_pool *p) {
 struct gc {
   pmkit_pool *p;
   uint64_t **marks; /* per chunk: one bit per block (large: bit 0) */
+  uint32_t *head;   /* per chunk: its run's head chunk, or itself */
   uintptr_t *stack;
   size_t n, cap;
   int oom;
   unsigned flags;
-  uintptr_t from;    /* the block being scanned (0: a root) */
-  uint64_t dangling; /* exact pointers to unallocated small blocks */
+  uintptr_t from;         /* the block being scanned (0: a root) */
+  uint64_t dangling;      /* words pointing into free blocks or free chunks */
+  uint64_t dangling_ptrs; /* of them, pointers (not offsets) */
   uintptr_t dang_at, dang_from;
 };
+
+/* The block slot containing heap address a, for the mark: 0 and *b if a
+ * live block, 1 and *b if a small block slot that is free, 2 if a free
+ * chunk, -1 if no block can be there (a chunk header). Interior pointers
+ * count; O(1) per address (g->head). */
+static int gc_slot(const struct gc *g, uintptr_t a, struct blk *b) {
+  const pmkit_pool *p = g->p;
+  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+  uint32_t h = g->head[id], e = p->table[h];
+  if (e & PMK_T_HEAD) {
+    if (blk_at(p, chunk_addr(p, h) + PMK_LARGE_HDR, b) ||
+        a < chunk_addr(p, h) + PMK_LARGE_HDR)
+      return -1;
+    return 0;
+  }
+  if (e == PMK_T_FREE || e == PMK_T_CONT || e > PMK_NCLASS)
+    return 2;
+  uintptr_t ca = chunk_addr(p, id);
+  if (a < ca + PMK_CHUNK_HDR)
+    return -1;
+  uint32_t bs = pmk_class_size[e - 1];
+  uint32_t idx = (uint32_t)(a - ca - PMK_CHUNK_HDR) / bs;
+  if (idx >= nblocks_of(e - 1) ||
+      blk_at(p, ca + PMK_CHUNK_HDR + (uintptr_t)idx * bs, b))
+    return -1;
+  return blk_live(p, b) ? 0 : 1;
+}
 
 /* Is pool offset off the block of an in-flight section's journal entry?
  * (allocated once the section is recovered) */
@@ -1066,23 +1083,6 @@ static int journaled(const pmkit_pool *p, uint64_t off) {
   return 0;
 }
 
-/* Is heap address a in a chunk the table calls free, outside any run? */
-static int free_chunk_at(const pmkit_pool *p, uintptr_t a) {
-  if (a >= chunk_addr(p, p->nchunks))
-    return 0;
-  uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
-  if (p->table[id] != PMK_T_FREE)
-    return 0;
-  for (uint32_t h = id; h-- > 0;) { /* a gap inside a run? */
-    uint32_t e = p->table[h];
-    if (e & PMK_T_HEAD)
-      return h + (e & PMK_T_LEN_MASK) <= id;
-    if (e != PMK_T_FREE && e != PMK_T_CONT)
-      return 1;
-  }
-  return 1;
-}
-
 static void gc_ref(struct gc *g, uint64_t v) {
   pmkit_pool *p = g->p;
   uintptr_t a;
@@ -1093,18 +1093,26 @@ static void gc_ref(struct gc *g, uint64_t v) {
     a = p->base + v; /* a pool offset */
   else
     return;
-  struct blk b;
-  if (blk_containing(p, a, &b)) {
-    /* A reachable pointer to the start of a small block that is not
-     * allocated, or into a free chunk: a lost allocation bit or table
-     * entry, or a stale pointer (see pmkit_check_report). */
-    if (a == (uintptr_t)v && a >= p->heap && !journaled(p, a - p->base) &&
-        (blk_at(p, a, &b) ? free_chunk_at(p, a) : !b.large) &&
-        g->dangling++ == 0) {
-      g->dang_at = a;
-      g->dang_from = g->from;
-    }
+  if (a < p->heap || a >= chunk_addr(p, p->nchunks))
     return;
+  struct blk b;
+  int k = gc_slot(g, a, &b);
+  if (k < 0)
+    return;
+  if (k > 0) {
+    /* A reachable word pointing into a free block or a free chunk: a lost
+     * allocation bit or table entry, or a stale pointer (see
+     * pmkit_check_report). A free block is still followed: if its bit was
+     * lost, what it points to is live, and gc must not free it. */
+    if (!journaled(p, (k == 1 ? b.addr : a) - p->base)) {
+      g->dangling_ptrs += a == (uintptr_t)v;
+      if (g->dangling++ == 0) {
+        g->dang_at = a;
+        g->dang_from = g->from;
+      }
+    }
+    if (k == 2)
+      return;
   }
   uint64_t **mk = &g->marks[b.chunk];
   if (!*mk && !(*mk = calloc(PMK_BITMAP_WORDS, sizeof(uint64_t)))) {
@@ -1133,8 +1141,15 @@ static void gc_ref(struct gc *g, uint64_t v) {
 static int gc_mark(struct gc *g) {
   pmkit_pool *p = g->p;
   g->marks = calloc(p->nchunks ? p->nchunks : 1, sizeof *g->marks);
-  if (!g->marks)
+  g->head = malloc((p->nchunks ? p->nchunks : 1) * sizeof *g->head);
+  if (!g->marks || !g->head)
     return g->oom = 1, pmk_err(PMKIT_E_NOMEM, "no DRAM for marks");
+  for (uint32_t id = 0; id < p->nchunks;) { /* table_ok validated runs */
+    uint32_t e = p->table[id], n = e & PMK_T_HEAD ? e & PMK_T_LEN_MASK : 1;
+    for (uint32_t i = 0; i < n; i++)
+      g->head[id + i] = id;
+    id += n;
+  }
   if (p->st->root_off)
     gc_ref(g, p->base + p->st->root_off);
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++) {
@@ -1163,6 +1178,7 @@ static void gc_free(struct gc *g) {
   for (uint32_t id = 0; g->marks && id < g->p->nchunks; id++)
     free(g->marks[id]);
   free(g->marks);
+  free(g->head);
   free(g->stack);
 }
 
@@ -1214,7 +1230,11 @@ static void gc_sweep(struct gc *g, uint64_t **orig, struct pmk_repair *rp,
       uint64_t blocks = w == nb >> 6 ? ~(~0ull << (nb & 63)) : ~0ull;
       uint64_t now = ch->bitmap[w], live = mk ? mk[w] & blocks : 0;
       uint64_t was = (orig ? (orig[id] ? orig[id][w] : 0) : now) & blocks;
-      uint64_t want = (now & ~blocks) | live;
+      /* gc only frees: a marked free block (a suspect) stays free. A
+       * repair sets exactly the marked blocks, and the tail bits. */
+      uint64_t want = orig ? ~blocks | live : now & (~blocks | live);
+      if (!orig)
+        live &= now;
       st->blocks_live += (uint32_t)__builtin_popcountll(live);
       freed += (uint32_t)__builtin_popcountll(was & ~live);
       back += (uint32_t)__builtin_popcountll(live & ~was);
@@ -1238,7 +1258,7 @@ static void gc_sweep(struct gc *g, uint64_t **orig, struct pmk_repair *rp,
 }
 
 int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
-                   pmkit_check_report *report) {
+                   pmkit_check_report *report, unsigned flags) {
   pthread_once(&cls_once, cls_init);
   uint64_t gaps = 0;
   int r = table_ok(p, &gaps);
@@ -1273,7 +1293,7 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
   if ((r = pmk_root_check(p)) != 0)
     return r;
   if (report) { /* what the root and the contexts reach */
-    struct gc g = {.p = p};
+    struct gc g = {.p = p, .flags = flags};
     r = gc_mark(&g);
     gc_free(&g);
     if (r)
@@ -1322,11 +1342,12 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
   }
   int r = 0;
   pmkit_gc_stats st = {0};
-  uint64_t restored = 0; /* stays 0: gc's mark only follows live blocks */
+  uint64_t restored = 0; /* stays 0: gc only frees */
   if (g.oom)
     r = pmk_err(PMKIT_E_NOMEM, "no DRAM to finish marking; nothing freed");
   else
     gc_sweep(&g, NULL, NULL, &st, &restored);
+  st.suspects = g.dangling;
   gc_free(&g);
   if (stats)
     *stats = st;
@@ -1393,35 +1414,57 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
                      i);
 
   /* 1. The chunk layout, from the table where it agrees with the chunk
-   *    headers and from the headers where the table lost an entry. Small
-   *    chunks keep every block for now (all bits set): what is reachable
-   *    decides below. `orig` keeps the bitmaps as they were. */
+   *    headers and from the headers where the table lost an entry. Where
+   *    the two disagree and both are plausible (a run of another length, a
+   *    small chunk of another class, a run over a chunk with blocks), there
+   *    is no telling which is right: refused. Small chunks keep every block
+   *    for now (all bits set): what is reachable decides below. `orig` keeps
+   *    the bitmaps as they were. */
   uint64_t **orig = calloc(p->nchunks ? p->nchunks : 1, sizeof *orig);
-  if (!orig)
+  uint8_t *prov = calloc(p->nchunks ? p->nchunks : 1, 1);
+  if (!orig || !prov) {
+    free(orig);
+    free(prov);
     return pmk_err(PMKIT_E_NOMEM, "no DRAM for the repair");
+  }
   int r = 0;
+#define CONFLICT(...)                                                          \
+  do {                                                                         \
+    r = pmk_err(PMKIT_E_CORRUPT, __VA_ARGS__);                                 \
+    goto out;                                                                  \
+  } while (0)
   for (uint32_t id = 0; id < p->nchunks;) {
     uint32_t e = p->table[id];
     struct pmk_chunk *ch = chunk_hdr(p, id);
-    uint32_t n = 0;
-    /* A small chunk's header (class, count and ~900 tail bits) with
-     * allocated blocks is the stronger evidence: a table entry that names
-     * a run over one is the altered one. (A run's first chunk can keep the
-     * header of its earlier life as a small chunk, but only an empty one.) */
     int small = small_header(ch);
-    if ((e & PMK_T_HEAD) && (e & PMK_T_LEN_MASK) &&
-        (uint64_t)id + (e & PMK_T_LEN_MASK) <= p->nchunks &&
-        !(small && blocks_used(ch))) {
-      n = e & PMK_T_LEN_MASK;
-    } else if ((ch->cls & PMK_T_HEAD) && ch->nblocks == 1 &&
-               (ch->cls & PMK_T_LEN_MASK) &&
-               (uint64_t)id + (ch->cls & PMK_T_LEN_MASK) <= p->nchunks) {
-      n = ch->cls & PMK_T_LEN_MASK;
-      repair_table(p, rp, id, PMK_T_HEAD | n, "its header names a run");
-    }
+    uint32_t used = small ? blocks_used(ch) : 0;
+    uint32_t tn = (e & PMK_T_HEAD) ? e & PMK_T_LEN_MASK : 0;
+    uint32_t hn = (ch->cls & PMK_T_HEAD) && ch->nblocks == 1
+                      ? ch->cls & PMK_T_LEN_MASK
+                      : 0;
+    if (tn && (uint64_t)id + tn > p->nchunks)
+      tn = 0; /* an impossible run: the table entry is garbage */
+    if (hn && (uint64_t)id + hn > p->nchunks)
+      hn = 0;
+    uint32_t n = tn                                                       ? tn
+                 : (e == PMK_T_FREE || e == PMK_T_CONT || e > PMK_NCLASS) ? hn
+                                                                          : 0;
+    if (tn && hn && tn != hn)
+      CONFLICT("chunk %u: the table names a run of %u chunks, its header "
+               "one of %u: repair cannot tell which; nothing changed",
+               id, tn, hn);
+    if (tn && used)
+      CONFLICT("chunk %u: the table names a run, its header a chunk with %u "
+               "allocated blocks: repair cannot tell which; nothing changed",
+               id, used);
     if (n) {
-      if (e & PMK_T_HEAD)
-        repair_table(p, rp, id, PMK_T_HEAD | n, "");
+      for (uint32_t i = 1; i < n; i++)
+        if (p->table[id + i] != PMK_T_CONT && p->table[id + i] != PMK_T_FREE)
+          CONFLICT("chunk %u: inside the run at chunk %u, but its table "
+                   "entry is %#x: repair cannot tell which is right; "
+                   "nothing changed",
+                   id + i, id, p->table[id + i]);
+      repair_table(p, rp, id, PMK_T_HEAD | n, "its header names the run");
       for (uint32_t i = 1; i < n; i++)
         repair_table(p, rp, id + i, PMK_T_CONT, "inside a run");
       if (ch->cls != (PMK_T_HEAD | n) || ch->nblocks != 1) {
@@ -1434,21 +1477,28 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
       continue;
     }
     unsigned c = PMK_NCLASS;
-    if (e >= 1 && e <= PMK_NCLASS && ch->cls == e &&
-        ch->nblocks == nblocks_of(e - 1))
+    if (e >= 1 && e <= PMK_NCLASS) {
+      if (small && ch->cls != e)
+        CONFLICT("chunk %u: the table says %u-byte blocks, its header %u-byte "
+                 "blocks: repair cannot tell which; nothing changed",
+                 id, pmk_class_size[e - 1], pmk_class_size[ch->cls - 1]);
       c = e - 1;
-    else if (small && ((e != PMK_T_FREE && e != PMK_T_CONT) || blocks_used(ch)))
+      if (!small) { /* the table's class, a fresh header */
+        repair_note(rp, "chunk %u: header rewritten for %u-byte blocks", id,
+                    pmk_class_size[c]);
+        rs->headers_fixed++;
+        ch->cls = c + 1;
+        ch->nblocks = nblocks_of(c);
+        pmk_flush_line(ch);
+      }
+    } else if (small && (e > PMK_NCLASS || used)) {
       c = ch->cls - 1; /* a lost or altered table entry */
-    if (c == PMK_NCLASS && e >= 1 && e <= PMK_NCLASS) {
-      /* The table names a class the header does not: keep the table's,
-       * with a fresh header (its blocks all kept until the mark). */
-      c = e - 1;
-      repair_note(rp, "chunk %u: header rewritten for class %u", id,
-                  pmk_class_size[c]);
-      rs->headers_fixed++;
-      ch->cls = c + 1;
-      ch->nblocks = nblocks_of(c);
-      pmk_flush_line(ch);
+    } else if (small && e == PMK_T_FREE) {
+      /* An empty small chunk the table calls free: what open makes of a
+       * chunk whose bits were all lost. Kept below only if the mark finds
+       * blocks in it. */
+      c = ch->cls - 1;
+      prov[id] = 1;
     }
     if (c == PMK_NCLASS) {
       repair_table(p, rp, id, PMK_T_FREE, "no chunk here");
@@ -1460,18 +1510,33 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
       goto out;
     }
     memcpy(orig[id], ch->bitmap, sizeof ch->bitmap);
-    repair_table(p, rp, id, c + 1, "its header names the class");
+    if (tail_clear(ch, nblocks_of(c)) < PMK_BITMAP_WORDS * 64) {
+      repair_note(rp, "chunk %u: bitmap bits past its %u blocks set", id,
+                  nblocks_of(c));
+      rs->headers_fixed++;
+    }
+    if (prov[id])
+      table_store(p, id, c + 1);
+    else
+      repair_table(p, rp, id, c + 1, "its header names the class");
     memset(ch->bitmap, 0xff, sizeof ch->bitmap);
     id++;
   }
 
-  /* 2. The root must be a block of the rebuilt layout. */
-  if ((r = pmk_root_check(p)) != 0) {
-    r = pmk_err(PMKIT_E_CORRUPT,
-                "the root object (offset %#llx) is not a block of the "
-                "rebuilt heap: repair cannot tell what the pool's data is",
-                (unsigned long long)st->root_off);
-    goto out;
+  /* 2. The root must be a block of the rebuilt layout that was allocated
+   *    (before every bit was set for the mark). */
+  if (st->root_off) {
+    struct blk b;
+    uintptr_t ra = p->base + st->root_off;
+    int ok = !blk_at(p, ra, &b) && b.addr == ra && b.size >= st->root_size;
+    if (ok && !b.large)
+      ok = orig[b.chunk] && (orig[b.chunk][b.idx >> 6] >> (b.idx & 63) & 1);
+    if (!ok)
+      CONFLICT("the root object (offset %#llx, %llu bytes) is not an "
+               "allocated block: repair cannot tell what the pool's data is; "
+               "nothing changed",
+               (unsigned long long)st->root_off,
+               (unsigned long long)st->root_size);
   }
 
   /* 3. Keep what the root and the contexts reach (pointers and offsets),
@@ -1481,8 +1546,34 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
     gc_free(&g);
     goto out;
   }
+  /* Every small block is set: these point into chunks that are free now.
+   * Pointers only: words that look like offsets are too often just
+   * numbers. */
+  if (g.dangling_ptrs) {
+    gc_free(&g);
+    CONFLICT("%llu reachable pointers point into chunks with no table entry "
+             "or header to rebuild them from: their blocks would be lost; "
+             "nothing changed",
+             (unsigned long long)g.dangling_ptrs);
+  }
+#undef CONFLICT
   pmkit_gc_stats gs = {0};
   gc_sweep(&g, orig, rp, &gs, &rs->blocks_restored);
+  for (uint32_t id = 0; id < p->nchunks; id++) {
+    if (!prov[id])
+      continue;
+    uint32_t kept = 0; /* the sweep left exactly the marked blocks */
+    for (uint32_t w = 0; g.marks[id] && w < PMK_BITMAP_WORDS; w++)
+      kept += (uint32_t)__builtin_popcountll(g.marks[id][w]);
+    if (kept)
+      repair_note(rp,
+                  "chunk %u: table entry 0 -> %#x (a free chunk with %u "
+                  "reachable blocks)",
+                  id, p->table[id], kept),
+          rs->table_fixed++;
+    else
+      table_store(p, id, PMK_T_FREE);
+  }
   rs->blocks_kept = gs.blocks_live;
   rs->blocks_freed = gs.blocks_freed;
   rs->bytes_freed = gs.bytes_freed;
@@ -1517,5 +1608,6 @@ out:
   for (uint32_t id = 0; id < p->nchunks; id++)
     free(orig[id]);
   free(orig);
+  free(prov);
   return r;
 }

@@ -315,9 +315,10 @@ PMK_HIDDEN int pmk_heap_open(pmkit_pool *p, int repair);
 PMK_HIDDEN void pmk_heap_close(pmkit_pool *p);
 /* Validate the allocator metadata and the root, and fill `info` (may be
  * NULL); with a `report`, also walk what the root and the contexts reach
- * (see pmkit_check_report). */
+ * (see pmkit_check_report), following pool offsets too with
+ * PMKIT_GC_OFFSETS in flags. */
 PMK_HIDDEN int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
-                              pmkit_check_report *report);
+                              pmkit_check_report *report, unsigned flags);
 /* 0 if the state page's root fields agree with their check word and the
  * pool has no root object or it is an allocated block (its start) of at
  * least the recorded size; else PMKIT_E_CORRUPT. */

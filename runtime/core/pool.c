@@ -265,7 +265,8 @@ int pmkit_pool_create(const char *path, size_t size,
   pmk_init();
   pmk_clear_err();
   if (!path || !*path || !out)
-    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_create: NULL argument");
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_create: %s",
+                   path && !*path ? "empty path" : "NULL argument");
   *out = NULL;
   const char *layout = opts && opts->layout ? opts->layout : "";
   if (strlen(layout) >= PMKIT_LAYOUT_MAX)
@@ -419,7 +420,8 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   pmk_init();
   pmk_clear_err();
   if (!path || !*path || !out)
-    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_open: NULL argument");
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_open: %s",
+                   path && !*path ? "empty path" : "NULL argument");
   *out = NULL;
   unsigned flags = opts ? opts->flags : 0;
   int inspect = (flags & PMKIT_POOL_INSPECT) != 0;
@@ -487,7 +489,9 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     reg_del(p);
     goto fail;
   }
-  if (!pmk_gen_ok(p->st->run_gen)) { /* create writes 1, each open adds 1 */
+  if (!pmk_gen_ok(p->st->run_gen) ||
+      (!inspect && !pmk_gen_ok(p->st->run_gen + 1))) {
+    /* create writes 1, each open adds 1 */
     r = pmk_err(PMKIT_E_CORRUPT,
                 "%s: the state page's run generation (%llu) is out of range",
                 path, (unsigned long long)p->st->run_gen);
@@ -498,6 +502,9 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   /* Validate (and finish interrupted allocator work), then bump the run
    * generation: a pool refused is left as it was. */
   if ((r = pmk_heap_open(p, !inspect))) {
+    char why[256]; /* name the pool: the allocator's messages do not */
+    snprintf(why, sizeof why, "%s", pmkit_errormsg());
+    pmk_err(r, "%s: %s", path, why);
     reg_del(p);
     goto fail;
   }
@@ -645,7 +652,7 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   if (!(p->flags & PMKIT_POOL_INSPECT))
     pmk_tc_unreserve(p); /* count the caller's reserved blocks as free */
   pmkit_pool_info tmp;
-  int r = pmk_heap_check(p, &tmp, NULL);
+  int r = pmk_heap_check(p, &tmp, NULL, 0);
   info->blocks_used = tmp.blocks_used;
   info->bytes_used = tmp.bytes_used;
   info->chunks_free = tmp.chunks_free;
@@ -654,20 +661,53 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
   return r;
 }
 
-int pmkit_pool_check(pmkit_pool *p) { return pmkit_pool_check_report(p, NULL); }
+int pmkit_pool_check(pmkit_pool *p) {
+  return pmkit_pool_check_report(p, 0, NULL);
+}
 
-int pmkit_pool_check_report(pmkit_pool *p, pmkit_check_report *report) {
+int pmkit_pool_check_report(pmkit_pool *p, unsigned flags,
+                            pmkit_check_report *report) {
   if (report)
     memset(report, 0, sizeof *report);
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_check: NULL pool");
+  int r;
   if (hdr_sum(p->hdr) != p->hdr->checksum)
-    return pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
-  if (!pmk_gen_ok(p->st->run_gen))
-    return pmk_err(PMKIT_E_CORRUPT, "run generation %llu is out of range",
-                   (unsigned long long)p->st->run_gen);
-  return pmk_heap_check(p, NULL, report);
+    r = pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
+  else if (!pmk_gen_ok(p->st->run_gen))
+    r = pmk_err(PMKIT_E_CORRUPT, "run generation %llu is out of range",
+                (unsigned long long)p->st->run_gen);
+  else
+    r = pmk_heap_check(p, NULL, report, flags);
+  if (r) { /* name the pool */
+    char why[256];
+    snprintf(why, sizeof why, "%s", pmkit_errormsg());
+    pmk_err(r, "%s: %s", p->path, why);
+  }
+  return r;
 }
+
+/* One pass of a repair over the pool in fd, mapped shared or privately (a
+ * dry run); the repaired pool must pass the full check. */
+static int repair_pass(pmkit_pool *p, int fd, const struct pmk_hdr *h,
+                       int share, struct pmk_repair *rp) {
+  void *m = NULL;
+  int r = map_fixed(fd, h->base, h->size, PROT_READ | PROT_WRITE, share, &m);
+  if (r)
+    return r;
+  attach(p, m);
+  memset(rp->stats, 0, sizeof *rp->stats);
+  if ((r = pmk_heap_repair(p, rp)) == 0 &&
+      (r = pmk_heap_check(p, NULL, NULL, 0)) != 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", pmkit_errormsg());
+    r = pmk_err(PMKIT_E_CORRUPT, "the repaired pool still fails: %s", why);
+  }
+  munmap(m, h->size);
+  return r;
+}
+
+static void repair_mute(void *arg, const char *line) { (void)arg, (void)line; }
 
 int pmkit_pool_repair(const char *path, unsigned flags,
                       void (*note)(void *arg, const char *line), void *arg,
@@ -679,7 +719,8 @@ int pmkit_pool_repair(const char *path, unsigned flags,
     stats = &tmp;
   memset(stats, 0, sizeof *stats);
   if (!path || !*path || (flags & ~PMKIT_REPAIR_DRY_RUN))
-    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_repair: bad argument");
+    return pmk_err(PMKIT_E_INVAL, "pmkit_pool_repair: %s",
+                   !path || !*path ? "empty path" : "unknown flags");
   int dry = (flags & PMKIT_REPAIR_DRY_RUN) != 0;
   /* O_NONBLOCK: a FIFO must not hang the open; refused below. */
   int fd = open(path, (dry ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK);
@@ -691,7 +732,6 @@ int pmkit_pool_repair(const char *path, unsigned flags,
     close(fd);
     return pmk_err(PMKIT_E_NOMEM, "out of memory");
   }
-  void *m = NULL;
   int r, added = 0;
   struct stat sb;
   struct pmk_hdr h;
@@ -714,30 +754,28 @@ int pmkit_pool_repair(const char *path, unsigned flags,
   }
   /* The header is not repaired: it is immutable and checksummed, and
    * nothing can be trusted without it. Bytes after the end are cut. */
-  if ((r = hdr_check(&h, (size_t)got, UINT64_MAX, path)))
+  uint64_t len = (uint64_t)sb.st_size;
+  if ((r = hdr_check(&h, (size_t)got,
+                     (size_t)got < sizeof h || len < h.size ? len : h.size,
+                     path)))
     goto out;
-  if ((uint64_t)sb.st_size < h.size) {
-    r = pmk_err(PMKIT_E_TRUNCATED,
-                "%s is truncated: %llu bytes, header says %llu; a repair "
-                "cannot restore what is missing",
-                path, (unsigned long long)sb.st_size,
-                (unsigned long long)h.size);
-    goto out;
-  }
   p->base = h.base;
   p->size = h.size;
   if ((r = reg_add(p)))
     goto out;
   added = 1;
-  if ((r = map_fixed(fd, h.base, h.size, PROT_READ | PROT_WRITE,
-                     dry ? MAP_PRIVATE : MAP_SHARED, &m)))
+  /* A private pass first, always: a refusal changes nothing. Then, unless
+   * this is the dry run, the same on the file. */
+  struct pmk_repair rp = {dry ? note : repair_mute, arg, stats};
+  if ((r = repair_pass(p, fd, &h, MAP_PRIVATE, &rp)))
     goto out;
-  attach(p, m);
-  struct pmk_repair rp = {note, arg, stats};
-  if ((r = pmk_heap_repair(p, &rp)))
-    goto out;
-  if ((uint64_t)sb.st_size > h.size) {
-    stats->bytes_cut = (uint64_t)sb.st_size - h.size;
+  if (!dry) {
+    rp.note = note;
+    if ((r = repair_pass(p, fd, &h, MAP_SHARED, &rp)))
+      goto out;
+  }
+  if (len > h.size) {
+    stats->bytes_cut = len - h.size;
     if (note) {
       char line[128];
       snprintf(line, sizeof line, "file: %llu bytes after the pool's end cut",
@@ -749,19 +787,9 @@ int pmkit_pool_repair(const char *path, unsigned flags,
       goto out;
     }
   }
-  /* What the repair leaves must pass the full check. */
-  if ((r = pmk_heap_check(p, NULL, NULL)) != 0) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", pmkit_errormsg());
-    r = pmk_err(PMKIT_E_CORRUPT, "%s: the repaired pool still fails: %s", path,
-                why);
-    goto out;
-  }
   if (!dry && fsync(fd) != 0)
     r = pmk_err(PMKIT_E_IO, "fsync %s: %s", path, strerror(errno));
 out:
-  if (m)
-    munmap(m, h.size);
   if (added)
     reg_del(p);
   close(fd);

@@ -87,7 +87,7 @@ static int open_use(const char *path, int check_said_ok) {
     return check_said_ok ? R_ACCEPT : R_REFUSED;
   }
   pmkit_check_report rep;
-  int checked = pmkit_pool_check_report(p, &rep) == 0 && !rep.suspects;
+  int checked = pmkit_pool_check_report(p, 0, &rep) == 0 && !rep.suspects;
   int r = use(p, rt);
   pmkit_pool_close(p);
   if (r == R_DAMAGE)
@@ -110,7 +110,7 @@ static int run_op(int op, const char *path) {
     if (pmkit_pool_open(path, &ins, &p))
       return R_REFUSED;
     pmkit_check_report rep;
-    r = pmkit_pool_check_report(p, &rep);
+    r = pmkit_pool_check_report(p, 0, &rep);
     pmkit_pool_close(p);
     if (r)
       return R_REFUSED;
