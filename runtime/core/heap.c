@@ -1111,8 +1111,14 @@ static void gc_ref(struct gc *g, uint64_t v) {
         g->dang_from = g->from;
       }
     }
-    if (k == 2)
-      return;
+    if (k == 2) {
+      /* A free chunk has no blocks to follow: its whole content is, once
+       * (a lost table entry must not let gc free what it points to). */
+      uint32_t id = (uint32_t)((a - p->heap) >> PMK_CHUNK_SHIFT);
+      b.chunk = id;
+      b.large = 1;
+      b.addr = chunk_addr(p, id) | 1; /* tag: scan the chunk */
+    }
   }
   uint64_t **mk = &g->marks[b.chunk];
   if (!*mk && !(*mk = calloc(PMK_BITMAP_WORDS, sizeof(uint64_t)))) {
@@ -1163,10 +1169,14 @@ static int gc_mark(struct gc *g) {
   while (g->n && !g->oom) {
     uintptr_t a = g->stack[--g->n];
     struct blk b;
-    blk_at(p, a, &b);
+    size_t size = PMK_CHUNK; /* a free chunk (tagged) */
+    if (a & 1)
+      a &= ~(uintptr_t)1;
+    else
+      size = blk_at(p, a, &b) ? 0 : b.size;
     const uint64_t *w = (const uint64_t *)a;
     g->from = a;
-    for (size_t k = 0; k < b.size / 8; k++)
+    for (size_t k = 0; k < size / 8; k++)
       gc_ref(g, w[k]);
   }
   if (g->oom)
