@@ -1590,7 +1590,7 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
   gc_free(&g);
 
   /* 4. The state page and the contexts. */
-  if (!pmk_gen_ok(st->run_gen)) {
+  if (!pmk_gen_ok(st->run_gen) || !pmk_gen_ok(st->run_gen + 1)) {
     repair_note(rp, "state page: run generation %llu -> 1",
                 (unsigned long long)st->run_gen);
     pmk_store64(&st->run_gen, 1);

@@ -674,7 +674,7 @@ int pmkit_pool_check_report(pmkit_pool *p, unsigned flags,
   int r;
   if (hdr_sum(p->hdr) != p->hdr->checksum)
     r = pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
-  else if (!pmk_gen_ok(p->st->run_gen))
+  else if (!pmk_gen_ok(p->st->run_gen) || !pmk_gen_ok(p->st->run_gen + 1))
     r = pmk_err(PMKIT_E_CORRUPT, "run generation %llu is out of range",
                 (unsigned long long)p->st->run_gen);
   else

@@ -2,9 +2,10 @@
 /*
  * test_pool_mutate.c -- every tool refuses a pool it cannot trust. A base
  * pool holds the heapwalk workload (published blocks of all sizes, small and
- * large, plus unreachable leaks); each of ~330 mutations alters its metadata
- * (header, state page, context slots, chunk table, chunk headers, bitmaps,
- * zeroed ranges, truncation, extension), never the blocks' contents. Each
+ * large, plus unreachable leaks); each of ~440 mutations alters its metadata
+ * (header, state page, context slots, crafted journals, chunk table, chunk
+ * headers, bitmaps, zeroed ranges, truncation, extension), never the blocks'
+ * contents. Each
  * mutated pool goes, as a fresh copy and in a child process with a time
  * limit, through:
  *   info    open for inspection, pmkit_pool_stat
@@ -332,6 +333,27 @@ static void make_mutations(void) {
     ((uint32_t *)(m->img + tab))[id] = v;
   }
   zero("chunk table", tab, (size_t)nch * 4);
+
+  /* Crafted by someone who knows the checks: an active section whose
+   * journal names a run over live chunks (open must not write it), and a
+   * run generation one open away from its limit. */
+  for (uint32_t id = 0; id + 3 <= nch; id += 7) {
+    struct mut *m =
+        new_mut("context 5: journal names a 3-chunk run at chunk %u", id);
+    struct pmk_ctx_pm *c =
+        (struct pmk_ctx_pm *)(m->img + PMK_CTX_OFF + 5 * PMK_CTX_SIZE);
+    uint64_t e = (heap + ((uint64_t)id << PMK_CHUNK_SHIFT) + PMK_LARGE_HDR) |
+                 3ull << PMK_J_LEN_SHIFT;
+    c->tag = 77;
+    c->seq = 9;
+    c->state = pmk_active_word(c->tag, c->seq);
+    c->journal[0].e = e;
+    c->journal[0].check = pmk_journal_check(e, 0, c->seq);
+  }
+  {
+    struct mut *m = new_mut("state page: run generation 2^62 - 1");
+    ((struct pmk_state *)(m->img + PMK_STATE_OFF))->run_gen = PMK_GEN_LIMIT - 1;
+  }
 
   /* Chunk headers and bitmaps of used chunks. */
   for (uint32_t id = 0; id < nch; id++) {
