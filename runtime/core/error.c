@@ -7,6 +7,8 @@
  */
 #include <stdio.h>
 
+#include <string.h>
+
 #include "internal.h"
 
 static __thread char pmk_msg[512];
@@ -17,6 +19,12 @@ int pmk_err(int code, const char *fmt, ...) {
   vsnprintf(pmk_msg, sizeof pmk_msg, fmt, ap);
   va_end(ap);
   return code;
+}
+
+int pmk_err_wrap(int code, const char *pre, const char *sep, const char *post) {
+  char was[sizeof pmk_msg];
+  memcpy(was, pmk_msg, sizeof was);
+  return pmk_err(code, "%s%s%s%s", pre, sep, was, post);
 }
 
 void pmk_clear_err(void) { pmk_msg[0] = '\0'; }

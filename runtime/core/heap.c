@@ -451,13 +451,11 @@ static int release(pmkit_pool *p, const struct blk *b, int flush) {
   if (b->large) {
     if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
       return 0;
-    /* The reverse of large_commit: the chunk headers, the continuations,
-     * then the head (the commit point), each step fenced. A crash before
-     * the head leaves the run allocated (a leak), with free entries inside
-     * it. */
-    /* Each chunk's first word is cleared before its entry says free: a
-     * free chunk must not look like one that holds blocks (the program's
-     * data there could). */
+    /* The reverse of large_commit, each step fenced: every chunk's first
+     * word (a free chunk must not look like one that holds blocks, and the
+     * program's data there could), the continuations, then the head (the
+     * commit point). A crash before the head leaves the run allocated (a
+     * leak), with free entries inside it. */
     for (uint32_t i = 0; i < b->idx; i++) {
       struct pmk_chunk *ch = chunk_hdr(p, b->chunk + i);
       pmk_crash_point();
@@ -782,22 +780,25 @@ static uint32_t blocks_used(const struct pmk_chunk *ch) {
   return used;
 }
 
+/* The first n bytes of chunk id: with pread where there is a file, since
+ * faulting in the free chunks of a tmpfs pool would allocate them. */
+static int chunk_read(const pmkit_pool *p, uint32_t id, void *buf, size_t n) {
+  if (p->fd < 0) {
+    memcpy(buf, chunk_hdr(p, id), n);
+    return 0;
+  }
+  off_t at = (off_t)(p->hdr->heap_off + ((uint64_t)id << PMK_CHUNK_SHIFT));
+  return pread(p->fd, buf, n, at) == (ssize_t)n ? 0 : -1;
+}
+
 /* A chunk the table calls free: 0, or PMKIT_E_CORRUPT if its header says it
  * holds a large block or allocated small blocks, which only a lost table
  * entry explains (large_commit and release write the header after the head
- * entry and clear it before; a small chunk is freed only when empty). Read
- * with pread where there is a file: faulting in the free chunks of a tmpfs
- * pool would allocate them. */
+ * entry and clear it before; a small chunk is freed only when empty). */
 static int free_chunk_ok(const pmkit_pool *p, uint32_t id) {
   struct pmk_chunk h;
-  const struct pmk_chunk *m = chunk_hdr(p, id);
-  off_t at = (off_t)(p->hdr->heap_off + ((uint64_t)id << PMK_CHUNK_SHIFT));
-  if (p->fd >= 0) {
-    if (pread(p->fd, &h, 8, at) != 8)
-      return 0;
-  } else {
-    memcpy(&h, m, 8);
-  }
+  if (chunk_read(p, id, &h, 8))
+    return 0;
   if (h.cls & PMK_T_HEAD) {
     uint32_t n = h.cls & PMK_T_LEN_MASK;
     if (h.nblocks == 1 && n && (uint64_t)id + n <= p->nchunks)
@@ -809,10 +810,7 @@ static int free_chunk_ok(const pmkit_pool *p, uint32_t id) {
   }
   if (h.cls < 1 || h.cls > PMK_NCLASS || h.nblocks != nblocks_of(h.cls - 1))
     return 0;
-  if (p->fd >= 0 ? pread(p->fd, &h, sizeof h, at) != (ssize_t)sizeof h
-                 : (memcpy(&h, m, sizeof h), 0))
-    return 0;
-  if (!small_header(&h))
+  if (chunk_read(p, id, &h, sizeof h) || !small_header(&h))
     return 0; /* not a chunk header: data of a freed large run */
   uint32_t used = blocks_used(&h);
   if (used)
@@ -1002,17 +1000,25 @@ void pmk_heap_close(pmkit_pool *p) {
  * ------------------------------------------------------------------------------
  */
 
+/* The root fields against their check word (see pmk_root_word). */
+static int root_fields_ok(const pmkit_pool *p) {
+  const struct pmk_state *st = p->st;
+  if (st->root_check == pmk_root_word(st->root_off, st->root_size) ||
+      st->root_check == pmk_root_word(0, 0))
+    return 0;
+  return pmk_err(PMKIT_E_CORRUPT,
+                 "state page: the root fields (offset %#llx, %llu bytes) do "
+                 "not match their check word",
+                 (unsigned long long)st->root_off,
+                 (unsigned long long)st->root_size);
+}
+
 int pmk_root_check(pmkit_pool *p) {
   const struct pmk_state *st = p->st;
   uint64_t off = st->root_off;
-  if (st->root_check != pmk_root_word(off, st->root_size) &&
-      st->root_check != pmk_root_word(0, 0))
-    return pmk_err(PMKIT_E_CORRUPT,
-                   "state page: the root fields (offset %#llx, %llu bytes) "
-                   "do not match their check word",
-                   (unsigned long long)off, (unsigned long long)st->root_size);
-  if (!off)
-    return 0;
+  int r = root_fields_ok(p);
+  if (r || !off)
+    return r;
   struct blk b;
   if (off < p->hdr->heap_off || off >= p->size ||
       blk_at(p, p->base + off, &b) || !blk_live(p, &b) ||
@@ -1209,7 +1215,8 @@ static void repair_note(const struct pmk_repair *rp, const char *fmt, ...) {
 /* Free every allocated block the mark did not reach; count what is kept
  * and freed in st. With `orig` (repair: the bitmaps were all set for the
  * mark), each small chunk's bitmap becomes exactly the marked blocks,
- * `orig` says which were allocated before, and the changes go to rp. Each
+ * `orig` says which were allocated before, the changes go to rp and the
+ * blocks allocated again are added to *restored. Each
  * bitmap word and table entry is one store, so a crash leaves only some of
  * the unreachable blocks freed. */
 static void gc_sweep(struct gc *g, uint64_t **orig, struct pmk_repair *rp,
@@ -1262,7 +1269,8 @@ static void gc_sweep(struct gc *g, uint64_t **orig, struct pmk_repair *rp,
                   back == 1 ? "" : "s");
     st->blocks_freed += freed;
     st->bytes_freed += (uint64_t)freed * pmk_class_size[e - 1];
-    *restored += back;
+    if (restored)
+      *restored += back;
   }
   pmk_fence();
 }
@@ -1290,13 +1298,9 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
       id++;
       continue;
     }
-    struct pmk_chunk *ch = chunk_hdr(p, id);
-    uint32_t nb = nblocks_of(e - 1);
-    for (uint32_t i = 0; i < nb; i++)
-      if ((ch->bitmap[i >> 6] >> (i & 63)) & 1) {
-        used++;
-        bytes += pmk_class_size[e - 1];
-      }
+    uint32_t n = blocks_used(chunk_hdr(p, id));
+    used += n;
+    bytes += (uint64_t)n * pmk_class_size[e - 1];
     nsmall++;
     id++;
   }
@@ -1330,12 +1334,9 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
   /* gc frees what it cannot reach: on metadata it cannot trust (a corrupt
    * root offset, a zeroed state page) that would be every live block. */
-  if (pmkit_pool_check(p) != 0) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", pmkit_errormsg());
-    return pmk_err(PMKIT_E_CORRUPT,
-                   "the pool is inconsistent (%s): gc freed nothing", why);
-  }
+  if (pmkit_pool_check(p) != 0)
+    return pmk_err_wrap(PMKIT_E_CORRUPT, "the pool is inconsistent", " (",
+                        "): gc freed nothing");
   /* A section in flight will be re-executed or rolled back: the blocks it
    * frees, or unpublished, may be live again afterwards. */
   for (unsigned i = 0; i < PMKIT_MAX_THREADS; i++)
@@ -1346,17 +1347,12 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
                      i);
   pmk_tc_unreserve(p); /* release the caller's reservations, not sweep them */
   struct gc g = {.p = p, .flags = flags};
-  if (gc_mark(&g) && !g.marks) {
-    gc_free(&g);
-    return PMKIT_E_NOMEM;
-  }
-  int r = 0;
   pmkit_gc_stats st = {0};
-  uint64_t restored = 0; /* stays 0: gc only frees */
-  if (g.oom)
-    r = pmk_err(PMKIT_E_NOMEM, "no DRAM to finish marking; nothing freed");
+  int r = gc_mark(&g);
+  if (r)
+    pmk_err_wrap(r, "", "", "; nothing freed");
   else
-    gc_sweep(&g, NULL, NULL, &st, &restored);
+    gc_sweep(&g, NULL, NULL, &st, NULL);
   st.suspects = g.dangling;
   gc_free(&g);
   if (stats)
@@ -1401,14 +1397,10 @@ int pmk_heap_repair(pmkit_pool *p, struct pmk_repair *rp) {
   struct pmk_state *st = p->st;
   /* The root first: repair keeps what it reaches, so it must be sure of it.
    * Refused before anything is written. */
-  if (st->root_check != pmk_root_word(st->root_off, st->root_size) &&
-      st->root_check != pmk_root_word(0, 0))
-    return pmk_err(PMKIT_E_CORRUPT,
-                   "the root fields (offset %#llx, %llu bytes) do not match "
-                   "their check word: repair cannot tell what the pool's "
-                   "data is; nothing changed",
-                   (unsigned long long)st->root_off,
-                   (unsigned long long)st->root_size);
+  if (root_fields_ok(p))
+    return pmk_err_wrap(PMKIT_E_CORRUPT, "", "",
+                        ": repair cannot tell what the pool's data is; "
+                        "nothing changed");
   if (st->root_off &&
       (st->root_off < p->hdr->heap_off || st->root_off >= p->size))
     return pmk_err(PMKIT_E_CORRUPT,

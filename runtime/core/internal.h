@@ -69,12 +69,12 @@ struct pmk_hdr {
   uint64_t checksum; /* FNV-1a 64 over the bytes before this field */
 };
 
-/* Run generations are 1 (create) and up, one per open: one at or above this
- * bound (no pool is opened 2^62 times) is corrupt, and bumping it could
- * wrap to 0. */
+/* Run generations are 1 (create) and up, one per open: one that cannot be
+ * bumped below this bound (no pool is opened 2^62 times) is corrupt, and
+ * bumping it could wrap to 0. */
 #define PMK_GEN_LIMIT (1ull << 62)
 static inline int pmk_gen_ok(uint64_t gen) {
-  return gen != 0 && gen < PMK_GEN_LIMIT;
+  return gen != 0 && gen + 1 < PMK_GEN_LIMIT; /* and one more open */
 }
 
 struct pmk_state {
@@ -227,6 +227,10 @@ static inline void pmk_trace_sync(uint8_t kind, const void *addr, uint64_t val,
 /* error.c */
 PMK_HIDDEN int pmk_err(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Replace the message with pre + sep + the message + post (a path and ": "
+ * to name the pool, say), returning code. */
+PMK_HIDDEN int pmk_err_wrap(int code, const char *pre, const char *sep,
+                            const char *post);
 PMK_HIDDEN void pmk_clear_err(void);
 
 /* flush.c */

@@ -221,6 +221,15 @@ static int hdr_check(const struct pmk_hdr *h, size_t got, uint64_t avail,
   return 0;
 }
 
+/* The state page's run generation, before open bumps it. */
+static int gen_check(const pmkit_pool *p, const char *name) {
+  if (pmk_gen_ok(p->st->run_gen))
+    return 0;
+  return pmk_err(PMKIT_E_CORRUPT,
+                 "%s: the state page's run generation (%llu) is out of range",
+                 name, (unsigned long long)p->st->run_gen);
+}
+
 static void attach(pmkit_pool *p, void *m) {
   p->base = (uintptr_t)m;
   p->hdr = m;
@@ -489,12 +498,7 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     reg_del(p);
     goto fail;
   }
-  if (!pmk_gen_ok(p->st->run_gen) ||
-      (!inspect && !pmk_gen_ok(p->st->run_gen + 1))) {
-    /* create writes 1, each open adds 1 */
-    r = pmk_err(PMKIT_E_CORRUPT,
-                "%s: the state page's run generation (%llu) is out of range",
-                path, (unsigned long long)p->st->run_gen);
+  if ((r = gen_check(p, path))) {
     reg_del(p);
     goto fail;
   }
@@ -502,9 +506,7 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
   /* Validate (and finish interrupted allocator work), then bump the run
    * generation: a pool refused is left as it was. */
   if ((r = pmk_heap_open(p, !inspect))) {
-    char why[256]; /* name the pool: the allocator's messages do not */
-    snprintf(why, sizeof why, "%s", pmkit_errormsg());
-    pmk_err(r, "%s: %s", path, why);
+    pmk_err_wrap(r, path, ": ", ""); /* name the pool */
     reg_del(p);
     goto fail;
   }
@@ -548,11 +550,7 @@ int pmkit_pool_attach(void *base, pmkit_pool **out) {
     return r;
   }
   attach(p, base);
-  if (!pmk_gen_ok(p->st->run_gen) || (r = pmk_heap_open(p, 1))) {
-    if (!r)
-      r = pmk_err(PMKIT_E_CORRUPT,
-                  "%s: the state page's run generation (%llu) is out of range",
-                  name, (unsigned long long)p->st->run_gen);
+  if ((r = gen_check(p, name)) || (r = pmk_heap_open(p, 1))) {
     reg_del(p);
     pool_free(p);
     return r;
@@ -674,16 +672,9 @@ int pmkit_pool_check_report(pmkit_pool *p, unsigned flags,
   int r;
   if (hdr_sum(p->hdr) != p->hdr->checksum)
     r = pmk_err(PMKIT_E_CORRUPT, "header checksum mismatch");
-  else if (!pmk_gen_ok(p->st->run_gen) || !pmk_gen_ok(p->st->run_gen + 1))
-    r = pmk_err(PMKIT_E_CORRUPT, "run generation %llu is out of range",
-                (unsigned long long)p->st->run_gen);
-  else
-    r = pmk_heap_check(p, NULL, report, flags);
-  if (r) { /* name the pool */
-    char why[256];
-    snprintf(why, sizeof why, "%s", pmkit_errormsg());
-    pmk_err(r, "%s: %s", p->path, why);
-  }
+  else if ((r = gen_check(p, p->path)) == 0 &&
+           (r = pmk_heap_check(p, NULL, report, flags)) != 0)
+    pmk_err_wrap(r, p->path, ": ", ""); /* name the pool */
   return r;
 }
 
@@ -698,11 +689,9 @@ static int repair_pass(pmkit_pool *p, int fd, const struct pmk_hdr *h,
   attach(p, m);
   memset(rp->stats, 0, sizeof *rp->stats);
   if ((r = pmk_heap_repair(p, rp)) == 0 &&
-      (r = pmk_heap_check(p, NULL, NULL, 0)) != 0) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", pmkit_errormsg());
-    r = pmk_err(PMKIT_E_CORRUPT, "the repaired pool still fails: %s", why);
-  }
+      (r = pmk_heap_check(p, NULL, NULL, 0)) != 0)
+    r = pmk_err_wrap(PMKIT_E_CORRUPT, "the repaired pool still fails", ": ",
+                     "");
   munmap(m, h->size);
   return r;
 }
