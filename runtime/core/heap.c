@@ -465,7 +465,8 @@ static int release(pmkit_pool *p, const struct blk *b, int flush) {
     pmk_fence();
     for (uint32_t i = b->idx; i-- > 1;)
       table_store(p, b->chunk + i, PMK_T_FREE);
-    pmk_fence();
+    if (b->idx > 1)
+      pmk_fence();
     table_store(p, b->chunk, PMK_T_FREE);
     return 1;
   }
