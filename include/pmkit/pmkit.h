@@ -72,6 +72,16 @@ typedef struct pmkit_pool_opts {
 /* Open read-only-ish for inspection: do not bump the run generation or run
  * allocator recovery writes (used by `pmkit pool info`). */
 #define PMKIT_POOL_INSPECT 0x1u
+/* Before using the pool, also run the full check (pmkit_pool_check_report,
+ * time proportional to the reachable heap) and refuse it with
+ * PMKIT_E_CORRUPT if the check fails or finds suspects: reachable words
+ * pointing into free blocks. A lost allocation bit of a live block is
+ * invisible to open's bounded validation and is caught only this way. With
+ * PMKIT_POOL_VERIFY_OFFSETS, words holding pool offsets are followed too
+ * (PMKIT_GC_OFFSETS). The environment variable PMKIT_POOL_VERIFY=1 (or
+ * =offsets) sets these flags for every open of the process. */
+#define PMKIT_POOL_VERIFY 0x2u
+#define PMKIT_POOL_VERIFY_OFFSETS 0x4u
 
 /* Create a new pool file of `size` bytes (rounded up to 64 KiB) at `path` and
  * map it. Fails with PMKIT_E_EXIST if the file exists, PMKIT_E_TOOSMALL below
@@ -82,10 +92,12 @@ PMKIT_NOTHROW int pmkit_pool_create(const char *path, size_t size,
                                     pmkit_pool **out);
 
 /* Open an existing pool at the address recorded in its header. Validates the
- * header (magic, version, checksum, size, layout) and takes an exclusive
- * flock: a pool is open at most once at a time. Bumps the run generation, so
- * PM locks held by a crashed run are released, and finishes allocator
- * journals left by a crash. */
+ * header (magic, version, checksum, size, layout), the state page, the chunk
+ * table, the chunk headers and the allocator journals, in time proportional
+ * to the chunk table (PMKIT_POOL_VERIFY adds the full check), and takes an
+ * exclusive flock: a pool is open at most once at a time. Bumps the run
+ * generation, so PM locks held by a crashed run are released, and finishes
+ * allocator journals left by a crash. A refused pool is left unchanged. */
 PMKIT_NOTHROW int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
                                   pmkit_pool **out);
 

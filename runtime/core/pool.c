@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,42 @@ fail:
   return r;
 }
 
+/* PMKIT_POOL_VERIFY=1 or =offsets: the flags it adds to every open. */
+static unsigned verify_env(void) {
+  const char *v = getenv("PMKIT_POOL_VERIFY");
+  if (!v || !*v || !strcmp(v, "0"))
+    return 0;
+  if (!strcmp(v, "offsets"))
+    return PMKIT_POOL_VERIFY | PMKIT_POOL_VERIFY_OFFSETS;
+  if (strcmp(v, "1"))
+    fprintf(stderr,
+            "pmkit: PMKIT_POOL_VERIFY=%s is not 0, 1 or offsets; "
+            "using 1\n",
+            v);
+  return PMKIT_POOL_VERIFY;
+}
+
+/* PMKIT_POOL_VERIFY: the full check, suspects refused (before open writes). */
+static int verify(pmkit_pool *p, unsigned flags) {
+  pmkit_check_report rep;
+  int r = pmkit_pool_check_report(
+      p, flags & PMKIT_POOL_VERIFY_OFFSETS ? PMKIT_GC_OFFSETS : 0, &rep);
+  if (r || !rep.suspects)
+    return r;
+  char from[48] = "a root";
+  if (rep.suspect_from)
+    snprintf(from, sizeof from, "the block at offset %#" PRIx64,
+             rep.suspect_from);
+  return pmk_err(PMKIT_E_CORRUPT,
+                 "%s: %" PRIu64 " reachable word%s point%s to free blocks, "
+                 "the first to offset %#" PRIx64 " from %s: a lost allocation "
+                 "bit, or a pointer the program kept to a block it freed "
+                 "('pmkit pool check --repair' marks every reachable block "
+                 "allocated)",
+                 p->path, rep.suspects, rep.suspects == 1 ? "" : "s",
+                 rep.suspects == 1 ? "s" : "", rep.suspect_off, from);
+}
+
 int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
                     pmkit_pool **out) {
   pmk_init();
@@ -432,7 +469,7 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_open: %s",
                    path && !*path ? "empty path" : "NULL argument");
   *out = NULL;
-  unsigned flags = opts ? opts->flags : 0;
+  unsigned flags = (opts ? opts->flags : 0) | verify_env();
   int inspect = (flags & PMKIT_POOL_INSPECT) != 0;
   /* O_NONBLOCK: opening a FIFO must not wait for a writer; refused below
    * (it has no effect on a regular file). */
@@ -499,6 +536,10 @@ int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,
     goto fail;
   }
   if ((r = gen_check(p, path))) {
+    reg_del(p);
+    goto fail;
+  }
+  if ((flags & PMKIT_POOL_VERIFY) && (r = verify(p, flags))) {
     reg_del(p);
     goto fail;
   }

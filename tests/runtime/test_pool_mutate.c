@@ -16,14 +16,17 @@
  *           (reachable from the valid root) must still be there, intact
  *   open    open and pmkit_root, then the same use; damage counts against
  *           open (and against check too if check would have passed)
+ *   verify  the same with PMKIT_POOL_VERIFY: no corrupt pool may pass
  *   repair  pmkit_pool_repair; if it succeeds, the full check must pass and
  *           the use must find every published block intact
  * The test fails on any crash, hang or silent acceptance, on gc or repair
  * losing a published block, and on damage after an open that pmkit_pool_check
- * would not have caught. Open validates in time proportional to the chunk
- * table: a cleared bitmap bit of a live block is invisible to it, and only
- * the full check (which walks what the root reaches) sees it; the table
- * printed at the end counts such cases separately.
+ * would not have caught, and on any corrupt pool an open with
+ * PMKIT_POOL_VERIFY accepts. A plain open validates in time proportional to
+ * the chunk table: a cleared bitmap bit of a live block is invisible to it,
+ * and only the full check (which walks what the root reaches, as
+ * PMKIT_POOL_VERIFY does) sees it; the table printed at the end counts such
+ * cases separately.
  * Usage: test_pool_mutate [-v]
  */
 #include <fcntl.h>
@@ -35,8 +38,9 @@
 
 #define POOL_SIZE (4u << 20)
 
-enum { OP_INFO, OP_CHECK, OP_GC, OP_OPEN, OP_REPAIR, NOPS };
-static const char *op_name[NOPS] = {"info", "check", "gc", "open", "repair"};
+enum { OP_INFO, OP_CHECK, OP_GC, OP_OPEN, OP_VERIFY, OP_REPAIR, NOPS };
+static const char *op_name[NOPS] = {"info", "check",  "gc",
+                                    "open", "verify", "repair"};
 
 /* Child exit statuses. */
 enum {
@@ -78,10 +82,11 @@ static int use(pmkit_pool *p, struct hw_root *rt) {
   return hw_verify(p, rt) < 0 ? R_DAMAGE : R_ACCEPT;
 }
 
-static int open_use(const char *path, int check_said_ok) {
+static int open_use(const char *path, int check_said_ok, unsigned flags) {
   pmkit_pool *p;
   struct hw_root *rt;
-  if (pmkit_pool_open(path, NULL, &p))
+  pmkit_pool_opts o = {.flags = flags};
+  if (pmkit_pool_open(path, &o, &p))
     return check_said_ok ? R_ACCEPT : R_REFUSED;
   if (pmkit_root(p, sizeof *rt, (void **)&rt)) {
     pmkit_pool_close(p);
@@ -115,7 +120,7 @@ static int run_op(int op, const char *path) {
     pmkit_pool_close(p);
     if (r)
       return R_REFUSED;
-    return rep.suspects ? R_FLAGGED : open_use(path, 1);
+    return rep.suspects ? R_FLAGGED : open_use(path, 1, 0);
   }
   case OP_GC: {
     struct hw_root *rt;
@@ -141,7 +146,9 @@ static int run_op(int op, const char *path) {
     return r;
   }
   case OP_OPEN:
-    return open_use(path, 0);
+    return open_use(path, 0, 0);
+  case OP_VERIFY:
+    return open_use(path, 0, PMKIT_POOL_VERIFY);
   case OP_REPAIR: {
     if (pmkit_pool_repair(path, 0, NULL, NULL, NULL))
       return R_REFUSED;
@@ -433,6 +440,8 @@ int main(int argc, char **argv) {
         why = r == -SIGALRM ? "hang" : "crash";
       else if (r == R_SILENT)
         why = "silent acceptance: damage after a check said consistent";
+      else if (op == OP_VERIFY && (r == R_DAMAGE || r == R_CAUGHT))
+        why = "open with PMKIT_POOL_VERIFY accepted a corrupt pool";
       else if (r == R_LOST)
         why = "a published block was lost";
       else if (r == R_HARNESS ||
@@ -447,8 +456,8 @@ int main(int argc, char **argv) {
       count[op][r < 0 ? 31 : r % 31]++;
     }
     if (verbose)
-      printf("%-60s info %d check %d gc %d open %d repair %d\n", m->what,
-             res[0], res[1], res[2], res[3], res[4]);
+      printf("%-60s info %d check %d gc %d open %d verify %d repair %d\n",
+             m->what, res[0], res[1], res[2], res[3], res[4], res[5]);
     /* Damage after open is acceptable only where check sees it. */
     if (res[OP_OPEN] == R_DAMAGE && res[OP_CHECK] != R_REFUSED &&
         res[OP_CHECK] != R_FLAGGED) {
