@@ -1,16 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fd.c -- the program's open descriptors across a power failure. At a save,
+ * fd.c -- the program's kernel objects across a power failure. At a save,
  * after every thread has stopped, wpp_fd_save reads the descriptor table
  * from /proc/self/fd and fdinfo (which also sees the descriptors libc opens
  * with raw system calls, as fopen does) and records each one: a regular file
- * with its path, offset and flags, and a hard link in the context so that it
- * cannot disappear before the restart; both ends of each pipe with the bytes
- * nobody had read yet; listening sockets with their address; epoll sets with
- * their registrations. wpp_fd_restore rebuilds them at the same numbers.
+ * with its path, offset, flags and the locks taken through it (flock, POSIX
+ * and OFD), and a hard link in the context so that it cannot disappear
+ * before the restart; both ends of each pipe with the bytes nobody had read
+ * yet; listening sockets with their address; epoll sets with their
+ * registrations; eventfds with their counter and EFD_SEMAPHORE; timerfds
+ * with the time left, the interval and the expirations not yet read;
+ * signalfds with their mask. Descriptors that share one open file (dup,
+ * dup2, F_DUPFD; found with kcmp) come back sharing one again, with one
+ * offset. wpp_kobj_save then records the POSIX timers (/proc/self/timers),
+ * the mappings of files (/proc/self/maps) and the signals pending for the
+ * process. The restore rebuilds each at the same number, id or address.
  * Connected sockets cannot come back: they return as a socket whose peer has
  * gone (reads see end of file, writes EPIPE), which a server handles as a
- * client that went away. 0, 1 and 2 are the new run's own.
+ * client that went away; so does any other descriptor (inotify, fanotify,
+ * a memfd), whose creation the program was warned of (wrap.c). 0, 1 and 2
+ * are the new run's own.
  *
  * The master thread runs this while the program's threads are stopped, some
  * perhaps inside malloc or stdio: nothing here allocates or takes a libc lock.
@@ -23,15 +32,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wpp.h"
 
 #define FD_HIGH 600 /* temporaries live above every recorded number */
+#ifndef TFD_IOC_SET_TICKS
+#define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
+#endif
+#define KCMP_FILE 0
 
 static int read_small(const char *path, char *buf, size_t cap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -131,6 +151,96 @@ static void save_pipe(struct wpp_fd *f, int num, uint64_t *used) {
   *used += (uint64_t)got;
 }
 
+/* Hex or decimal numbers after a field name of fdinfo. */
+static uint64_t field_u64(const char *info, const char *name, int base) {
+  const char *p = field(info, name);
+  return p ? strtoull(p, NULL, base) : 0;
+}
+
+/* "lock:\t1: FLOCK  ADVISORY  WRITE 16068 fe:00:9978167 0 EOF" */
+static void save_locks(struct wpp_fd *f, const char *info) {
+  for (const char *p = strstr(info, "lock:\t"); p;
+       p = strstr(p + 5, "lock:\t")) {
+    char kind[16], adv[16], rw[16], end[32];
+    long long start = 0;
+    if (sscanf(p + 6, "%*d: %15s %15s %15s %*d %*s %lld %31s", kind, adv, rw,
+               &start, end) != 5 ||
+        !strcmp(kind, "->"))
+      continue; /* a waiter, not a holder */
+    struct wpp_lock l = {0, strcmp(rw, "READ") ? F_WRLCK : F_RDLCK, start, 0};
+    if (!strcmp(kind, "FLOCK"))
+      l.kind = WPP_LOCK_FLOCK;
+    else if (!strcmp(kind, "POSIX"))
+      l.kind = WPP_LOCK_POSIX;
+    else if (!strcmp(kind, "OFDLCK"))
+      l.kind = WPP_LOCK_OFD;
+    else {
+      wpp_warn("descriptor %d: a %s lock cannot be taken again", f->num, kind);
+      continue;
+    }
+    if (strcmp(end, "EOF"))
+      l.len = strtoll(end, NULL, 10) - start + 1;
+    if (f->nlock == WPP_FD_LOCKS) {
+      wpp_warn("descriptor %d: more than %d locks; the rest are not taken "
+               "again",
+               f->num, WPP_FD_LOCKS);
+      return;
+    }
+    f->lock[f->nlock++] = l;
+  }
+}
+
+static int64_t ts_ns(struct timespec t) {
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static struct timespec ns_ts(int64_t ns) {
+  return (struct timespec){ns / 1000000000, ns % 1000000000};
+}
+
+static void save_timerfd(struct wpp_fd *f, int num, const char *info) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof(its));
+  f->kind = WPP_FD_TIMERFD;
+  f->clockid = (int32_t)field_u64(info, "clockid:", 10);
+  f->count = field_u64(info, "ticks:", 10);
+  f->tflags = (int32_t)field_u64(info, "settime flags:", 8);
+  timerfd_gettime(num, &its);
+  f->value_ns = ts_ns(its.it_value);
+  f->interval_ns = ts_ns(its.it_interval);
+  /* an absolute wall-clock expiry stays absolute; otherwise the time left
+   * is what comes back (the program did not run while it was down) */
+  if (f->value_ns && (f->tflags & TFD_TIMER_ABSTIME) &&
+      f->clockid == CLOCK_REALTIME) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    f->value_ns += ts_ns(now);
+  } else {
+    f->tflags &= ~TFD_TIMER_ABSTIME;
+  }
+}
+
+/* The first recorded descriptor that shares num's open file, or -1. */
+static int shared_with(const struct wpp_fd *f, int num) {
+  static int no_kcmp;
+  struct wpp_hdr *h = wpp_hdr;
+  for (uint32_t j = 0; j < h->nfd && !no_kcmp; j++) {
+    const struct wpp_fd *g = &h->fd[j];
+    if (g->kind == WPP_FD_DUP || g->ino != f->ino || g->dev != f->dev)
+      continue;
+    long r = syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, num, g->num);
+    if (r == 0)
+      return g->num;
+    if (r < 0) {
+      no_kcmp = 1;
+      wpp_warn("kcmp: %s: descriptors that share an open file (dup) will "
+               "come back as separate files",
+               strerror(errno));
+    }
+  }
+  return -1;
+}
+
 void wpp_fd_save(void) {
   struct wpp_hdr *h = wpp_hdr;
   char dents[4096], path[64], info[8192], target[1024], lname[4200];
@@ -162,15 +272,19 @@ void wpp_fd_save(void) {
       struct wpp_fd *f = &h->fd[h->nfd];
       memset(f, 0, sizeof(*f));
       f->num = num;
+      struct stat st;
+      if (fstat(num, &st) != 0)
+        continue;
+      f->ino = st.st_ino;
+      f->dev = st.st_dev;
       if (num <= 2) {
         f->kind = WPP_FD_INHERIT;
         h->nfd++;
         continue;
       }
-      struct stat st;
       snprintf(path, sizeof(path), "/proc/self/fd/%d", num);
       ssize_t tl = readlink(path, target, sizeof(target) - 1);
-      if (fstat(num, &st) != 0 || tl < 0)
+      if (tl < 0)
         continue;
       target[tl] = 0;
       snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", num);
@@ -178,7 +292,11 @@ void wpp_fd_save(void) {
       const char *p = field(info, "pos:"), *fl = field(info, "flags:");
       f->offset = p ? strtoll(p, NULL, 10) : 0;
       f->flags = fl ? (int)strtol(fl, NULL, 8) : O_RDWR;
-      f->ino = st.st_ino;
+      if ((f->dup_of = shared_with(f, num)) >= 0) {
+        f->kind = WPP_FD_DUP; /* its own O_CLOEXEC; the rest is shared */
+        h->nfd++;
+        continue;
+      }
       if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode)) {
         f->kind = WPP_FD_FILE;
         if ((size_t)tl >= sizeof(f->path))
@@ -192,6 +310,7 @@ void wpp_fd_save(void) {
           f->linked =
               linkat(AT_FDCWD, path, AT_FDCWD, lname, AT_SYMLINK_FOLLOW) == 0;
         }
+        save_locks(f, info);
       } else if (S_ISFIFO(st.st_mode) && !strncmp(target, "pipe:", 5)) {
         save_pipe(f, num, &pipebuf);
       } else if (S_ISSOCK(st.st_mode)) {
@@ -199,6 +318,19 @@ void wpp_fd_save(void) {
       } else if (strstr(target, "[eventpoll]")) {
         f->kind = WPP_FD_EPOLL;
         save_epoll(num, info);
+      } else if (!strcmp(target, "anon_inode:[eventfd]")) {
+        static int said;
+        f->kind = WPP_FD_EVENTFD;
+        f->count = field_u64(info, "eventfd-count:", 16);
+        f->sem = (int32_t)field_u64(info, "eventfd-semaphore:", 10);
+        if (!field(info, "eventfd-semaphore:") && !said++)
+          wpp_warn("this kernel does not report EFD_SEMAPHORE: eventfds come "
+                   "back as plain counters");
+      } else if (!strcmp(target, "anon_inode:[timerfd]")) {
+        save_timerfd(f, num, info);
+      } else if (!strcmp(target, "anon_inode:[signalfd]")) {
+        f->kind = WPP_FD_SIGNALFD;
+        f->sigmask = field_u64(info, "sigmask:", 16);
       } else {
         f->kind = WPP_FD_DEAD;
       }
@@ -237,16 +369,25 @@ static int dead_socket(void) {
   return high(sv[0]);
 }
 
+/* Open the file at path if it is still the one saved (so that the program
+ * sees it under its own name), else through the link the save made. */
+static int open_saved(const char *path, const char *link, uint64_t dev,
+                      uint64_t ino, int flags) {
+  struct stat st;
+  if (stat(path, &st) == 0 && st.st_ino == ino && st.st_dev == dev) {
+    int fd = open(path, flags);
+    if (fd >= 0)
+      return fd;
+  }
+  int fd = link ? open(link, flags) : -1;
+  return fd >= 0 ? fd : open(path, flags);
+}
+
 static int reopen_file(const struct wpp_fd *f, const char *dir) {
   char lname[4200];
   int flags = f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
-  int fd = -1;
-  if (f->linked) {
-    link_name(lname, sizeof(lname), dir, f->num);
-    fd = open(lname, flags);
-  }
-  if (fd < 0)
-    fd = open(f->path, flags);
+  link_name(lname, sizeof(lname), dir, f->num);
+  int fd = open_saved(f->path, f->linked ? lname : NULL, f->dev, f->ino, flags);
   if (fd < 0) {
     wpp_warn("descriptor %d (%s) cannot be reopened: %s", f->num, f->path,
              strerror(errno));
@@ -317,6 +458,85 @@ static void rebuild_pipe(struct wpp_fd *f, int i) {
   close(p[1]);
 }
 
+/* The entry of the descriptor a WPP_FD_DUP shares (itself if none). */
+static uint32_t dup_index(const struct wpp_fd *f) {
+  struct wpp_hdr *h = wpp_hdr;
+  for (uint32_t j = 0; j < h->nfd; j++)
+    if (h->fd[j].num == f->dup_of && h->fd[j].kind != WPP_FD_DUP)
+      return j;
+  return (uint32_t)(f - h->fd);
+}
+
+/* PMKIT_WPP_BREAK=dups: a dup of a file reopened on its own (a test). */
+static int broken_dup(const struct wpp_fd *f) {
+  return wpp_broken("dups") && wpp_hdr->fd[dup_index(f)].kind == WPP_FD_FILE;
+}
+
+static int rebuild_eventfd(const struct wpp_fd *f) {
+  int fd = eventfd(0, EFD_CLOEXEC | (f->flags & O_NONBLOCK ? EFD_NONBLOCK : 0) |
+                          (f->sem ? EFD_SEMAPHORE : 0));
+  uint64_t n = f->count;
+  if (fd >= 0 && n && !wpp_broken("eventfd") &&
+      write(fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+    wpp_warn("eventfd %d: cannot set its counter back: %s", f->num,
+             strerror(errno));
+  return high(fd);
+}
+
+static int rebuild_timerfd(const struct wpp_fd *f) {
+  int fd = timerfd_create(
+      f->clockid, TFD_CLOEXEC | (f->flags & O_NONBLOCK ? TFD_NONBLOCK : 0));
+  if (fd < 0 || wpp_broken("timerfd"))
+    return high(fd);
+  uint64_t n = f->count;
+  if (n && ioctl(fd, TFD_IOC_SET_TICKS, &n) != 0)
+    wpp_warn("timerfd %d: %llu expirations not yet read are lost: %s", f->num,
+             (unsigned long long)n, strerror(errno));
+  struct itimerspec its = {ns_ts(f->interval_ns), ns_ts(f->value_ns)};
+  if (f->value_ns && timerfd_settime(fd, f->tflags, &its, NULL) != 0)
+    wpp_warn("timerfd %d cannot be armed again: %s", f->num, strerror(errno));
+  return high(fd);
+}
+
+static int rebuild_signalfd(const struct wpp_fd *f) {
+  sigset_t m;
+  sigemptyset(&m);
+  for (int sig = 1; sig <= 64 && !wpp_broken("signalfd"); sig++)
+    if (f->sigmask & (1ull << (sig - 1)))
+      sigaddset(&m, sig);
+  return high(signalfd(
+      -1, &m, SFD_CLOEXEC | (f->flags & O_NONBLOCK ? SFD_NONBLOCK : 0)));
+}
+
+/* Take a lock again; another process may have taken it while the program
+ * was down: wait for it (a program that held a lock must not run without
+ * it), saying so after a second. */
+static void relock(const struct wpp_fd *f, const struct wpp_lock *l) {
+  struct flock fl = {.l_type = (short)l->type,
+                     .l_whence = SEEK_SET,
+                     .l_start = l->start,
+                     .l_len = l->len};
+  int r = -1;
+  for (int tries = 0;; tries++) {
+    if (l->kind == WPP_LOCK_FLOCK)
+      r = flock(f->num, (l->type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB);
+    else
+      r = fcntl(f->num, l->kind == WPP_LOCK_OFD ? F_OFD_SETLK : F_SETLK, &fl);
+    if (r == 0 || (errno != EAGAIN && errno != EACCES && errno != EWOULDBLOCK &&
+                   errno != EINTR))
+      break;
+    if (tries == 100)
+      wpp_warn("descriptor %d (%s): waiting for a lock another process took "
+               "while the program was down",
+               f->num, f->path);
+    struct timespec ms = {0, 10000000};
+    nanosleep(&ms, NULL);
+  }
+  if (r != 0)
+    wpp_warn("descriptor %d (%s): its lock cannot be taken again: %s", f->num,
+             f->path, strerror(errno));
+}
+
 int wpp_fd_restore(const char *dir) {
   struct wpp_hdr *h = wpp_hdr;
   for (uint32_t i = 0; i < h->nfd; i++) {
@@ -336,6 +556,19 @@ int wpp_fd_restore(const char *dir) {
     case WPP_FD_EPOLL:
       fd = high(epoll_create1(EPOLL_CLOEXEC));
       break;
+    case WPP_FD_EVENTFD:
+      fd = rebuild_eventfd(f);
+      break;
+    case WPP_FD_TIMERFD:
+      fd = rebuild_timerfd(f);
+      break;
+    case WPP_FD_SIGNALFD:
+      fd = rebuild_signalfd(f);
+      break;
+    case WPP_FD_DUP:
+      if (broken_dup(f)) /* the old behaviour: a separate file */
+        fd = reopen_file(&h->fd[dup_index(f)], dir);
+      break;
     case WPP_FD_SOCKET:
     case WPP_FD_DEAD:
       fd = dead_socket();
@@ -350,6 +583,17 @@ int wpp_fd_restore(const char *dir) {
   for (uint32_t i = 0; i < h->nfd; i++)
     if (h->fd[i].kind < 0)
       h->fd[i].kind = -h->fd[i].kind;
+  /* then what shares an open file with what is there now */
+  for (uint32_t i = 0; i < h->nfd; i++) {
+    const struct wpp_fd *f = &h->fd[i];
+    if (f->kind == WPP_FD_DUP && !broken_dup(f) &&
+        dup3(f->dup_of, f->num, f->flags & O_CLOEXEC) < 0)
+      wpp_warn("descriptor %d cannot share descriptor %d's file again: %s",
+               f->num, f->dup_of, strerror(errno));
+  }
+  for (uint32_t i = 0; i < h->nfd && !wpp_broken("locks"); i++)
+    for (int32_t k = 0; k < h->fd[i].nlock && h->fd[i].kind == WPP_FD_FILE; k++)
+      relock(&h->fd[i], &h->fd[i].lock[k]);
   for (uint32_t i = 0; i < h->nepoll; i++) {
     struct wpp_epoll_reg *e = &h->epoll[i];
     struct epoll_event ev = {.events = e->events, .data.u64 = e->data};
@@ -368,4 +612,277 @@ void wpp_fd_cleanup(const char *dir) {
       link_name(lname, sizeof(lname), dir, wpp_hdr->fd[i].num);
       unlink(lname);
     }
+  for (uint32_t i = 0; i < wpp_hdr->nfmap; i++)
+    if (wpp_hdr->fmap[i].linked) {
+      snprintf(lname, sizeof(lname), "%s/map.%u", dir, i);
+      unlink(lname);
+    }
+}
+
+/* ---- POSIX timers, file mappings, pending signals ----------------------- */
+
+/* Kernel's struct sigevent for timer_create (SIGEV_THREAD_ID needs the tid,
+ * which libc's struct names differently). */
+struct ksigevent {
+  uint64_t value;
+  int32_t signo, notify, tid;
+  int32_t pad[11];
+};
+
+/* /proc/self/timers: "ID: 0\nsignal: 12/0000000000000000\n
+ * notify: signal/pid.42\nClockID: 1\n" per timer. */
+static void save_ptimers(void) {
+  static char text[32768];
+  struct wpp_hdr *h = wpp_hdr;
+  h->nptimer = 0;
+  if (read_small("/proc/self/timers", text, sizeof(text)) < 0)
+    return;
+  for (const char *p = strstr(text, "ID: "); p; p = strstr(p + 4, "ID: ")) {
+    struct wpp_ptimer t;
+    char how[16], whom[8];
+    memset(&t, 0, sizeof(t));
+    unsigned long long val = 0;
+    if (sscanf(p,
+               "ID: %d signal: %d/%llx notify: %15[^/]/%7[^.].%d ClockID: %d",
+               &t.id, &t.signo, &val, how, whom, &t.tid, &t.clockid) != 7)
+      continue;
+    t.sival = val;
+    t.notify = !strcmp(how, "none") ? SIGEV_NONE : SIGEV_SIGNAL;
+    if (!strcmp(whom, "tid"))
+      t.notify |= SIGEV_THREAD_ID;
+    struct itimerspec its;
+    memset(&its, 0, sizeof(its));
+    syscall(SYS_timer_gettime, t.id, &its);
+    t.value_ns = ts_ns(its.it_value);
+    t.interval_ns = ts_ns(its.it_interval);
+    /* a periodic timer whose signal was not delivered yet waits for that
+     * delivery to arm itself again, and reads as disarmed */
+    if (!t.value_ns && t.interval_ns)
+      t.value_ns = t.interval_ns;
+    if (h->nptimer == WPP_MAX_PTIMER) {
+      wpp_warn("more than %d POSIX timers: timer %d and later are lost",
+               WPP_MAX_PTIMER, t.id);
+      return;
+    }
+    /* in id order (the file lists the newest first): the restore makes
+     * them in that order */
+    uint32_t k = h->nptimer++;
+    for (; k > 0 && h->ptimer[k - 1].id > t.id; k--)
+      h->ptimer[k] = h->ptimer[k - 1];
+    h->ptimer[k] = t;
+  }
+}
+
+/* The mappings of files other than the executable, outside the context. */
+static void save_fmaps(void) {
+  static char text[1 << 17];
+  char lname[4200], src[80];
+  struct wpp_hdr *h = wpp_hdr;
+  struct stat xs, cs;
+  h->nfmap = 0;
+  if (stat("/proc/self/exe", &xs) != 0 || fstat(wpp_ctxfd, &cs) != 0 ||
+      read_small("/proc/self/maps", text, sizeof(text)) < 0)
+    return;
+  for (char *line = text; *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = 0;
+    unsigned long long lo, hi, off, ino;
+    unsigned maj, min;
+    char perms[8];
+    int at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &lo, &hi, perms, &off,
+               &maj, &min, &ino, &at) == 7 &&
+        ino && at && line[at] == '/' &&
+        (lo >= WPP_BASE + WPP_SIZE || hi <= WPP_BASE)) {
+      char *path = line + at, *del = strstr(path, " (deleted)");
+      uint64_t dev = makedev(maj, min);
+      /* the executable (mapped by exec), the context (the static data),
+       * and shared anonymous memory, which is not a file */
+      int skip = (ino == xs.st_ino && dev == xs.st_dev) ||
+                 (ino == cs.st_ino && dev == cs.st_dev) ||
+                 !strncmp(path, "/dev/zero", 9) || !strncmp(path, "/SYSV", 5);
+      if (del)
+        *del = 0;
+      if (skip) {
+        /* not the program's mapping of a file */
+      } else if (h->nfmap == WPP_MAX_FMAP ||
+                 strlen(path) >= sizeof(h->fmap[0].path)) {
+        wpp_warn("mapping of %s at %#llx cannot be recorded: it will be "
+                 "missing after the restore",
+                 path, lo);
+      } else {
+        struct wpp_fmap *m = &h->fmap[h->nfmap];
+        memset(m, 0, sizeof(*m));
+        m->start = lo;
+        m->len = hi - lo;
+        m->off = off;
+        m->prot = (perms[0] == 'r' ? PROT_READ : 0) |
+                  (perms[1] == 'w' ? PROT_WRITE : 0) |
+                  (perms[2] == 'x' ? PROT_EXEC : 0);
+        m->flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
+        m->dev = dev;
+        m->ino = ino;
+        strcpy(m->path, path);
+        snprintf(lname, sizeof(lname), "%s/map.%u", wpp_dir, h->nfmap);
+        snprintf(src, sizeof(src), "/proc/self/map_files/%llx-%llx", lo, hi);
+        unlink(lname);
+        m->linked =
+            linkat(AT_FDCWD, src, AT_FDCWD, lname, AT_SYMLINK_FOLLOW) == 0;
+        h->nfmap++;
+      }
+    }
+    line = nl ? nl + 1 : line + strlen(line);
+  }
+}
+
+/* Thread ids as /proc shows them (the namespace /proc was mounted in) and
+ * as the program's threads know them (NSpid: the last). */
+static struct {
+  int outer, inner;
+} tids[4096];
+static int ntids;
+
+void wpp_kobj_prepare(void) {
+  char dents[4096], path[64], text[2048];
+  ntids = 0;
+  int d = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d < 0)
+    return;
+  long n;
+  while ((n = syscall(SYS_getdents64, d, dents, sizeof(dents))) > 0)
+    for (long off = 0; off < n;) {
+      struct dirent *de = (struct dirent *)(dents + off);
+      off += de->d_reclen;
+      int t = atoi(de->d_name);
+      snprintf(path, sizeof(path), "/proc/self/task/%d/status", t);
+      const char *ns = NULL;
+      if (t <= 0 || ntids == (int)(sizeof(tids) / sizeof(tids[0])) ||
+          read_small(path, text, sizeof(text)) <= 0 ||
+          !(ns = field(text, "NSpid:")))
+        continue;
+      char *end;
+      int last = t;
+      for (long v = strtol(ns, &end, 10); end != ns && *ns != '\n';
+           v = strtol(ns = end, &end, 10))
+        last = (int)v;
+      tids[ntids].outer = t;
+      tids[ntids++].inner = last;
+    }
+  close(d);
+}
+
+static int inner_tid(int outer) {
+  for (int i = 0; i < ntids; i++)
+    if (tids[i].outer == outer)
+      return tids[i].inner;
+  return outer;
+}
+
+void wpp_kobj_save(void) {
+  static char text[4096];
+  struct wpp_hdr *h = wpp_hdr;
+  save_ptimers();
+  for (uint32_t i = 0; i < h->nptimer; i++)
+    if (h->ptimer[i].notify & SIGEV_THREAD_ID)
+      h->ptimer[i].tid = inner_tid(h->ptimer[i].tid);
+  save_fmaps();
+  /* signals pending for the process (not for one thread), taken with their
+   * siginfo to be queued again at the restore. SIGPWR was the failure; the
+   * save signal is the runtime's. */
+  h->npending = 0;
+  uint64_t pend = 0;
+  if (read_small("/proc/self/status", text, sizeof(text)) > 0)
+    pend = field_u64(text, "ShdPnd:", 16) & ~(1ull << (SIGPWR - 1)) &
+           ~(1ull << (WPP_SIGSAVE - 1));
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig = 1; sig <= 64; sig++)
+    if (pend & (1ull << (sig - 1)))
+      sigaddset(&set, sig);
+  struct timespec zero = {0, 0};
+  while (pend && h->npending < WPP_MAX_PENDING) {
+    siginfo_t si;
+    if (sigtimedwait(&set, &si, &zero) <= 0)
+      break;
+    memcpy(h->pending[h->npending++].info, &si, sizeof(h->pending[0].info));
+  }
+}
+
+void wpp_fmap_restore(const char *dir) {
+  char lname[4200];
+  struct wpp_hdr *h = wpp_hdr;
+  for (uint32_t i = 0; i < h->nfmap && !wpp_broken("maps"); i++) {
+    struct wpp_fmap *m = &h->fmap[i];
+    int acc =
+        (m->flags & MAP_SHARED) && (m->prot & PROT_WRITE) ? O_RDWR : O_RDONLY;
+    snprintf(lname, sizeof(lname), "%s/map.%u", dir, i);
+    int fd = open_saved(m->path, m->linked ? lname : NULL, m->dev, m->ino,
+                        acc | O_CLOEXEC);
+    void *a = fd < 0 ? MAP_FAILED
+                     : wpp_real.mmap((void *)(uintptr_t)m->start, m->len,
+                                     m->prot, m->flags | MAP_FIXED_NOREPLACE,
+                                     fd, (long)m->off);
+    if (a != (void *)(uintptr_t)m->start)
+      wpp_warn("the mapping of %s at %#llx cannot be made again: %s", m->path,
+               (unsigned long long)m->start, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+  }
+}
+
+void wpp_ptimer_restore(int (*tid_of)(int old)) {
+  struct wpp_hdr *h = wpp_hdr;
+  int filler[256], nfill = 0;
+  for (uint32_t i = 0; i < h->nptimer && !wpp_broken("ptimers"); i++) {
+    const struct wpp_ptimer *t = &h->ptimer[i];
+    struct ksigevent ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.value = t->sival;
+    ev.signo = t->signo;
+    ev.notify = t->notify;
+    ev.tid = (t->notify & SIGEV_THREAD_ID) ? tid_of(t->tid) : 0;
+    /* ids are handed out in order from 0 in a new process: make (and
+     * later delete) fillers until the saved id comes up */
+    int id = -1;
+    for (;;) {
+      if (syscall(SYS_timer_create, t->clockid, &ev, &id) != 0) {
+        wpp_warn("POSIX timer %d cannot be made again: %s", t->id,
+                 strerror(errno));
+        id = -1;
+        break;
+      }
+      if (id >= t->id)
+        break;
+      if (nfill == (int)(sizeof(filler) / sizeof(filler[0]))) {
+        syscall(SYS_timer_delete, id);
+        id = -1;
+        break;
+      }
+      filler[nfill++] = id;
+    }
+    if (id != t->id) {
+      if (id >= 0) {
+        syscall(SYS_timer_delete, id);
+        wpp_warn("POSIX timer %d cannot have its id again (got %d)", t->id, id);
+      }
+      continue;
+    }
+    struct itimerspec its = {ns_ts(t->interval_ns), ns_ts(t->value_ns)};
+    if (t->value_ns && syscall(SYS_timer_settime, id, 0, &its, NULL) != 0)
+      wpp_warn("POSIX timer %d cannot be armed again: %s", t->id,
+               strerror(errno));
+  }
+  while (nfill)
+    syscall(SYS_timer_delete, filler[--nfill]);
+}
+
+void wpp_signals_restore(void) {
+  for (uint32_t i = 0; i < wpp_hdr->npending && !wpp_broken("signals"); i++) {
+    const siginfo_t *si = (const siginfo_t *)wpp_hdr->pending[i].info;
+    /* to the process itself: any si_code is allowed */
+    if (syscall(SYS_rt_sigqueueinfo, getpid(), si->si_signo, si) != 0)
+      wpp_warn("signal %d pending at the failure is lost: %s", si->si_signo,
+               strerror(errno));
+  }
 }

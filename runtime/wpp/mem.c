@@ -196,6 +196,12 @@ void *wpp_mmap(void *addr, size_t len, int prot, int flags, int fd, long off) {
   if (!wpp_on || !(flags & MAP_ANONYMOUS) || len == 0) {
     if (!wpp_on && (flags & MAP_ANONYMOUS))
       wpp_early_maps++;
+    /* a file mapping is mapped again at a restore (fd.c), from the file:
+     * what a private writable one changed is not in the file */
+    if (wpp_on && !(flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) &&
+        (prot & PROT_WRITE))
+      wpp_lost_at_failure("what the program writes to a private mapping of a "
+                          "file (MAP_PRIVATE with PROT_WRITE)");
     return wpp_real.mmap(addr, len, prot, flags, fd, off);
   }
   if (len > WPP_SIZE) {

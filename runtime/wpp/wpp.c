@@ -68,6 +68,7 @@ int wpp_ctxfd = -1;
 int wpp_early_maps;
 char wpp_dir[4096];
 static __thread struct wpp_tls wpp_self;
+static __thread int is_master, save_unblocked; /* see wpp_syscall_cp */
 static struct {
   void *next;
   long off;
@@ -377,9 +378,15 @@ static void copy_args(int argc, char **argv, char **envp) {
   }
 }
 
+/* The mask the program starts with. The master blocks every signal before
+ * it starts the program's main thread: a signal the program sends itself
+ * early must not find the master the only thread that takes it. */
+static sigset_t start_mask;
+
 static void *main_thread(void *unused) {
   (void)unused;
   struct wpp_hdr *h = wpp_hdr;
+  wpp_real.sigmask(SIG_SETMASK, &start_mask, NULL);
   exit(wpp_real.main(h->argc, (char **)(uintptr_t)h->argv,
                      (char **)(uintptr_t)h->envp));
 }
@@ -444,6 +451,7 @@ static void save_all(void) {
   if (!__atomic_compare_exchange_n(&h->state, &s, WPP_SAVING, 0,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return; /* the program is exiting: nothing to save */
+  wpp_kobj_prepare();
   uint32_t want = h->generation + 1;
   char *self = (char *)pthread_self();
   pid_t pid = getpid();
@@ -490,6 +498,7 @@ static void save_all(void) {
     nap_us(50);
   }
   wpp_fd_save();
+  wpp_kobj_save();
   /* every disposition as the kernel has it, libc's own included */
   for (int sig = 1; sig < 65; sig++)
     if (sys4(SYS_rt_sigaction, sig, 0, (long)&h->ksig[sig], 8) != 0)
@@ -515,6 +524,7 @@ static void save_all(void) {
 }
 
 static _Noreturn void master_loop(void) {
+  is_master = 1;
   sigset_t all, pwr;
   sigfillset(&all);
   wpp_real.sigmask(SIG_SETMASK, &all, NULL);
@@ -647,6 +657,20 @@ struct clone3_args {
 
 static volatile int revive_go; /* 1: the handler may run; 2: everyone */
 
+/* Thread ids that changed at this restore, for the timers that signal a
+ * thread. */
+static struct {
+  int old, now;
+} moved_tids[256];
+static int nmoved_tids;
+
+static int tid_now(int old) {
+  for (int i = 0; i < nmoved_tids; i++)
+    if (moved_tids[i].old == old)
+      return moved_tids[i].now;
+  return old;
+}
+
 static int revive_threads(int *handler) {
   char *self = (char *)pthread_self();
   struct wpp_hdr *h = wpp_hdr;
@@ -714,6 +738,9 @@ static int revive_threads(int *handler) {
       wpp_die("cannot recreate a thread: %s", strerror((int)-tid));
     if (tid != old) {
       moved++;
+      if (nmoved_tids < (int)(sizeof(moved_tids) / sizeof(moved_tids[0])))
+        moved_tids[nmoved_tids].old = old,
+        moved_tids[nmoved_tids++].now = (int)tid;
       if (!break_owners)
         rewrite_owners(t, old, (int)tid);
     }
@@ -796,15 +823,19 @@ static const char *state_name(int s) {
 static void check_tables(const char *path) {
   struct wpp_hdr *h = wpp_hdr;
   int bad = h->nfd > WPP_MAX_FD || h->nepoll > WPP_MAX_EPOLL ||
-            h->nfree > WPP_MAX_FREE || h->bump > WPP_HEAP_PAGES ||
-            !h->master_prev || !h->master_next;
+            h->nptimer > WPP_MAX_PTIMER || h->nfmap > WPP_MAX_FMAP ||
+            h->npending > WPP_MAX_PENDING || h->nfree > WPP_MAX_FREE ||
+            h->bump > WPP_HEAP_PAGES || !h->master_prev || !h->master_next;
   for (uint32_t i = 0; !bad && i < h->nfd; i++) {
     struct wpp_fd *f = &h->fd[i];
     bad = f->num < 0 || f->num >= 65536 ||
           memchr(f->path, 0, sizeof(f->path)) == NULL ||
           f->addrlen > sizeof(f->addr) ||
-          f->pipe_off + f->pipe_len > WPP_PIPEBUF_MAX;
+          f->pipe_off + f->pipe_len > WPP_PIPEBUF_MAX || f->nlock < 0 ||
+          f->nlock > WPP_FD_LOCKS;
   }
+  for (uint32_t i = 0; !bad && i < h->nfmap; i++)
+    bad = memchr(h->fmap[i].path, 0, sizeof(h->fmap[i].path)) == NULL;
   for (uint32_t i = 0; !bad && i < h->nepoll; i++)
     bad = h->epoll[i].epfd < 0 || h->epoll[i].fd < 0;
   if (bad)
@@ -864,6 +895,7 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
                     (off_t)WPP_DATA_OFF) != (void *)lo)
     wpp_die("cannot map the static data back: %s", strerror(errno));
   *wpp_pt_tid(self) = mytid;
+  wpp_fmap_restore(wpp_dir);
   /* put the master (perhaps at another address) back into the list */
   char *mp = (char *)(uintptr_t)wpp_hdr->master_prev,
        *mn = (char *)(uintptr_t)wpp_hdr->master_next;
@@ -894,6 +926,11 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   wpp_fd_restore(wpp_dir);
   int handler;
   revive_threads(&handler);
+  /* the threads wait for revive_go, with every signal blocked until their
+   * saved masks are back: what the timers and the pending signals send
+   * now waits for them */
+  wpp_ptimer_restore(tid_now);
+  wpp_signals_restore();
   h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
   h->generation++;
   __atomic_store_n(&h->state, WPP_RUNNING, __ATOMIC_RELEASE);
@@ -1001,6 +1038,9 @@ int wpp_main(int argc, char **argv, char **envp) {
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, 8u << 20);
   pthread_t mt;
+  sigset_t all;
+  sigfillset(&all);
+  wpp_real.sigmask(SIG_SETMASK, &all, &start_mask);
   if (pthread_create(&mt, &at, main_thread, NULL) != 0)
     wpp_die("cannot start the program's main thread");
   h->main_thread = (uint64_t)(uintptr_t)mt;
@@ -1084,6 +1124,32 @@ int wpp_clock_nanosleep(int clk, int flags, const struct timespec *req,
     if (e == EINTR && rem)
       *rem = r;
     return e;
+  }
+}
+
+/* A blocking call the save interrupted returns EINTR after the restore,
+ * even a poll or epoll_wait (which SA_RESTART does not restart) in a
+ * program that has no signal handler and never sees EINTR natively: make
+ * it again, as if nothing had happened (with its whole timeout). And a
+ * thread waiting in sigtimedwait may have blocked every signal, the save
+ * signal too (musl's SIGEV_THREAD timer thread does, with a raw system
+ * call): unblock that one first, or the thread could never be saved. */
+long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e, long f) {
+  if (!wpp_on || is_master)
+    return wpp_real.syscall_cp(nr, a, b, c, d, e, f);
+  if (nr == SYS_rt_sigtimedwait && !save_unblocked) {
+    uint64_t m = 1ull << (WPP_SIGSAVE - 1);
+    sys4(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&m, 0, 8);
+    save_unblocked = 1;
+  }
+  for (;;) {
+    uint32_t g = wpp_hdr->generation;
+    long r = wpp_real.syscall_cp(nr, a, b, c, d, e, f);
+    /* sleeps go on with the time left: wpp_clock_nanosleep */
+    if (r == -EINTR && wpp_hdr->generation != g && nr != SYS_clock_nanosleep &&
+        nr != SYS_nanosleep && !wpp_broken("eintr"))
+      continue;
+    return r;
   }
 }
 

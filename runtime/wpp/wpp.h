@@ -29,7 +29,7 @@
 #define WPP_HIDDEN __attribute__((visibility("hidden")))
 
 #define WPP_MAGIC 0x31305050574b4d50ull /* "PMKWPP01" */
-#define WPP_VERSION 1u
+#define WPP_VERSION 2u
 #define WPP_BASE 0x100000000000ull
 #define WPP_SIZE (32ull << 30)
 #define WPP_PAGE 4096ull
@@ -61,15 +61,28 @@ enum wpp_state {
 
 enum wpp_fd_kind {
   WPP_FD_NONE = 0,
-  WPP_FD_FILE,    /* a regular file, reopened through a hard link */
-  WPP_FD_PIPE_R,  /* read end of a pipe; unread bytes saved */
-  WPP_FD_PIPE_W,  /* write end of a pipe */
-  WPP_FD_LISTEN,  /* a listening socket, rebuilt */
-  WPP_FD_SOCKET,  /* any other socket: comes back dead */
-  WPP_FD_EPOLL,   /* an epoll set, rebuilt from its registrations */
-  WPP_FD_INHERIT, /* 0, 1, 2: the next run's own descriptors */
-  WPP_FD_DEAD,    /* cannot be recreated: comes back as a closed socket */
+  WPP_FD_FILE,     /* a regular file, reopened through a hard link */
+  WPP_FD_PIPE_R,   /* read end of a pipe; unread bytes saved */
+  WPP_FD_PIPE_W,   /* write end of a pipe */
+  WPP_FD_LISTEN,   /* a listening socket, rebuilt */
+  WPP_FD_SOCKET,   /* any other socket: comes back dead */
+  WPP_FD_EPOLL,    /* an epoll set, rebuilt from its registrations */
+  WPP_FD_INHERIT,  /* 0, 1, 2: the next run's own descriptors */
+  WPP_FD_DEAD,     /* cannot be recreated: comes back as a closed socket */
+  WPP_FD_DUP,      /* shares the open file of descriptor dup_of (kcmp) */
+  WPP_FD_EVENTFD,  /* rebuilt with its counter and EFD_SEMAPHORE */
+  WPP_FD_TIMERFD,  /* rebuilt armed: remaining time, interval, unread ticks */
+  WPP_FD_SIGNALFD, /* rebuilt with its mask */
 };
+
+/* A lock held through an open file (fdinfo "lock:"), taken again at a
+ * restore. */
+enum { WPP_LOCK_FLOCK = 1, WPP_LOCK_POSIX, WPP_LOCK_OFD };
+struct wpp_lock {
+  int32_t kind, type; /* type: F_RDLCK or F_WRLCK */
+  int64_t start, len; /* POSIX and OFD: the range (len 0: to the end) */
+};
+#define WPP_FD_LOCKS 4
 
 #define WPP_MAX_FD 256
 #define WPP_MAX_FREE 8192
@@ -92,8 +105,41 @@ struct wpp_fd {
   int32_t pad3;
   uint8_t addr[112]; /* bound address, listening sockets */
   int32_t reuse;     /* SO_REUSEADDR */
-  int32_t pad;
+  int32_t dup_of;    /* WPP_FD_DUP: the descriptor whose open file it shares */
+  uint64_t dev;      /* with ino: candidates for a shared open file */
+  uint64_t count;    /* eventfd: the counter; timerfd: unread expirations */
+  int32_t sem;       /* eventfd: EFD_SEMAPHORE */
+  int32_t clockid;   /* timerfd */
+  int32_t tflags;    /* timerfd: TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET */
+  int32_t nlock;
+  int64_t value_ns, interval_ns; /* timerfd: next expiry (see fd.c), period */
+  uint64_t sigmask;              /* signalfd */
+  struct wpp_lock lock[WPP_FD_LOCKS];
 };
+
+/* A POSIX timer (timer_create), from /proc/self/timers: recreated at a
+ * restore under the same id, armed with what was left. */
+struct wpp_ptimer {
+  int32_t id, clockid;
+  int32_t notify; /* SIGEV_SIGNAL, SIGEV_NONE or SIGEV_THREAD_ID */
+  int32_t signo, tid;
+  int32_t pad;
+  uint64_t sival;
+  int64_t value_ns, interval_ns;
+};
+#define WPP_MAX_PTIMER 64
+
+/* A mapping of a file (outside the context), mapped again at a restore. */
+struct wpp_fmap {
+  uint64_t start, len, off;
+  uint64_t dev, ino;   /* the file, to tell it from another at its path */
+  int32_t prot, flags; /* MAP_SHARED or MAP_PRIVATE */
+  int32_t linked;      /* a hard link in the context keeps the file */
+  int32_t pad;
+  char path[512];
+};
+#define WPP_MAX_FMAP 64
+#define WPP_MAX_PENDING 64
 
 struct wpp_epoll_reg {
   int32_t epfd, fd;
@@ -149,6 +195,13 @@ struct wpp_hdr {
   uint32_t pad2;
   struct wpp_fd fd[WPP_MAX_FD];
   struct wpp_epoll_reg epoll[WPP_MAX_EPOLL];
+  uint32_t nptimer, nfmap;
+  uint32_t npending, pad4;
+  struct {
+    uint8_t info[128];        /* siginfo_t, as sigtimedwait took it */
+  } pending[WPP_MAX_PENDING]; /* signals pending for the process */
+  struct wpp_ptimer ptimer[WPP_MAX_PTIMER];
+  struct wpp_fmap fmap[WPP_MAX_FMAP];
 };
 
 _Static_assert(sizeof(struct wpp_hdr) <= WPP_MAP_OFF, "header too large");
@@ -201,10 +254,23 @@ WPP_HIDDEN int wpp_in_heap(const void *p, size_t len);
 WPP_HIDDEN void *wpp_heap_ptr(uint64_t off);
 WPP_HIDDEN uint64_t wpp_heap_off(const void *p);
 
-/* fd.c */
+/* fd.c: descriptors, and the kernel objects read the same way (POSIX
+ * timers, file mappings, pending signals) */
 WPP_HIDDEN void wpp_fd_save(void);
 WPP_HIDDEN int wpp_fd_restore(const char *dir);
 WPP_HIDDEN void wpp_fd_cleanup(const char *dir);
+/* before the threads are stopped: which thread ids /proc shows stand for
+ * which ids of the program's own pid namespace */
+WPP_HIDDEN void wpp_kobj_prepare(void);
+WPP_HIDDEN void wpp_kobj_save(void);
+WPP_HIDDEN void wpp_fmap_restore(const char *dir);
+/* after the threads are back (a timer may signal one of them); tid_of maps
+ * a saved thread id to its id now */
+WPP_HIDDEN void wpp_ptimer_restore(int (*tid_of)(int old));
+WPP_HIDDEN void wpp_signals_restore(void);
+/* wrap.c: a call whose result cannot come back after a failure: a warning,
+ * once per kind */
+WPP_HIDDEN void wpp_lost_at_failure(const char *what);
 
 /* wpp.c */
 WPP_HIDDEN void wpp_die(const char *fmt, ...) __attribute__((noreturn));
@@ -227,6 +293,7 @@ struct wpp_libc {
   int (*sigaction)(int, const struct sigaction *, struct sigaction *);
   int (*sigmask)(int, const sigset_t *, sigset_t *);
   int (*clock_nanosleep)(int, int, const struct timespec *, struct timespec *);
+  long (*syscall_cp)(long, long, long, long, long, long, long);
   void (*exit)(int) __attribute__((noreturn)); /* _Exit */
 };
 WPP_HIDDEN extern const struct wpp_libc wpp_real;
@@ -248,6 +315,9 @@ WPP_HIDDEN int wpp_clock_nanosleep(int clk, int flags,
                                    const struct timespec *req,
                                    struct timespec *rem);
 WPP_HIDDEN _Noreturn void wpp_exit(int code);
+/* musl's cancellable system calls (read, poll, epoll_wait, sigtimedwait...) */
+WPP_HIDDEN long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e,
+                               long f);
 /* A call WPP cannot honour (fork, exec): says so once; -1 with ENOTSUP. */
 WPP_HIDDEN int wpp_unsupported(const char *what);
 

@@ -16,7 +16,13 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,11 +39,19 @@ int __real_pthread_sigmask(int, const sigset_t *, sigset_t *);
 int __real___clock_nanosleep(clockid_t, int, const struct timespec *,
                              struct timespec *);
 _Noreturn void __real__Exit(int);
+long __real___syscall_cp(long, long, long, long, long, long, long);
 pid_t __real_fork(void);
 int __real_execve(const char *, char *const[], char *const[]);
 int __real_posix_spawn(pid_t *, const char *,
                        const posix_spawn_file_actions_t *,
                        const posix_spawnattr_t *, char *const[], char *const[]);
+int __real_inotify_init(void);
+int __real_inotify_init1(int);
+int __real_fanotify_init(unsigned, unsigned);
+int __real_memfd_create(const char *, unsigned);
+int __real_shmget(key_t, size_t, int);
+int __real_semget(key_t, int, int);
+int __real_msgget(key_t, int);
 int __real_posix_spawnp(pid_t *, const char *,
                         const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[],
@@ -54,6 +68,7 @@ const struct wpp_libc wpp_real = {
     .sigmask = __real_pthread_sigmask,
     .clock_nanosleep = (int (*)(int, int, const struct timespec *,
                                 struct timespec *))__real___clock_nanosleep,
+    .syscall_cp = __real___syscall_cp,
     .exit = __real__Exit,
 };
 
@@ -119,6 +134,13 @@ int __wrap_clock_nanosleep(clockid_t, int, const struct timespec *,
 
 _Noreturn void __wrap__Exit(int code) { wpp_exit(code); }
 
+/* every blocking call of libc: read, write, poll, epoll_wait, accept,
+ * sigtimedwait (and sigwaitinfo, sigwait), ... */
+long __wrap___syscall_cp(long nr, long a, long b, long c, long d, long e,
+                         long f) {
+  return wpp_syscall_cp(nr, a, b, c, d, e, f);
+}
+
 /* calls WPP cannot honour */
 pid_t __wrap_fork(void) {
   return wpp_on ? wpp_unsupported("fork") : __real_fork();
@@ -149,4 +171,63 @@ int __wrap_posix_spawnp(pid_t *pid, const char *file,
   if (wpp_on)
     return wpp_unsupported("posix_spawnp"), ENOTSUP;
   return __real_posix_spawnp(pid, file, fa, at, argv, envp);
+}
+
+/* Calls whose result cannot come back after a failure: they work, and the
+ * program is told once per kind, when it makes one, not after a restore. */
+void wpp_lost_at_failure(const char *what) {
+  static const char *said[16];
+  for (unsigned i = 0; i < 16; i++) {
+    if (said[i] == what)
+      return;
+    if (!said[i]) {
+      said[i] = what;
+      break;
+    }
+  }
+  wpp_warn("%s cannot come back after a power failure (docs/modes/wpp.md, "
+           "What comes back)",
+           what);
+}
+
+int __wrap_inotify_init(void) {
+  if (wpp_on)
+    wpp_lost_at_failure("an inotify descriptor (inotify_init)");
+  return __real_inotify_init();
+}
+
+int __wrap_inotify_init1(int flags) {
+  if (wpp_on)
+    wpp_lost_at_failure("an inotify descriptor (inotify_init)");
+  return __real_inotify_init1(flags);
+}
+
+int __wrap_fanotify_init(unsigned flags, unsigned evflags) {
+  if (wpp_on)
+    wpp_lost_at_failure("a fanotify descriptor (fanotify_init)");
+  return __real_fanotify_init(flags, evflags);
+}
+
+int __wrap_memfd_create(const char *name, unsigned flags) {
+  if (wpp_on)
+    wpp_lost_at_failure("a memfd (memfd_create) and its contents");
+  return __real_memfd_create(name, flags);
+}
+
+int __wrap_shmget(key_t key, size_t size, int flags) {
+  if (wpp_on)
+    wpp_lost_at_failure("System V shared memory (shmget)");
+  return __real_shmget(key, size, flags);
+}
+
+int __wrap_semget(key_t key, int n, int flags) {
+  if (wpp_on)
+    wpp_lost_at_failure("a System V semaphore set (semget)");
+  return __real_semget(key, n, flags);
+}
+
+int __wrap_msgget(key_t key, int flags) {
+  if (wpp_on)
+    wpp_lost_at_failure("a System V message queue (msgget)");
+  return __real_msgget(key, flags);
 }

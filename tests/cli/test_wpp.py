@@ -77,15 +77,31 @@ def _broken_trials(work: Path, name: str, knob: str, n: int) -> list[g.Trial]:
 
 
 @pytest.mark.parametrize(
-    "name,knob", [("pipe", "pipes"), ("sleepenv", "sleep"), ("owners", "owners")]
+    "name,knob,why",
+    [
+        ("pipe", "pipes", "stdout differs"),
+        ("sleepenv", "sleep", "stdout differs"),
+        ("owners", "owners", "hung"),
+        # kernel objects: each rebuilt wrong in the way a restore without it would be
+        # counters rebuilt at zero: the reader stalls
+        ("eventfd", "eventfd", "stdout differs"),
+        ("timerfd", "timerfd", "timerfd stalled"),  # rebuilt disarmed
+        ("timerfd", "eintr", "timerfd stalled"),  # a poll the save interrupted returns EINTR
+        ("signalfd", "signalfd", "stdout differs"),  # rebuilt with an empty mask
+        ("ptimer", "ptimers", "stdout differs"),  # POSIX timers not made again
+        ("dupfd", "dups", "in_order="),  # dups reopened as separate files
+        ("flock", "locks", "flock=0"),  # locks not taken again
+        ("fmap", "maps", "exit -11"),  # file mappings not made again
+    ],
 )
-def test_broken_restore_is_caught(work, name, knob):
-    """The harness sees a restore that drops the bytes left in a pipe, lets a sleep end early, or
-    leaves the owner of a held lock at a thread id that no longer exists (a hang)."""
+def test_broken_restore_is_caught(work, name, knob, why):
+    """The harness sees each deliberately broken restore, for the reason meant: bytes left in a
+    pipe dropped, a sleep ended early, the owner of a held lock left at a thread id that no
+    longer exists (a hang), and each kernel object rebuilt wrong."""
     trials = _broken_trials(work, name, knob, 3)
     caught = [t for t in trials if t.restores and not t.ok]
     assert caught, [t.why for t in trials]
-    assert all(("hung" if knob == "owners" else "stdout differs") in t.why for t in caught)
+    assert all(any(w in t.why for w in why.split("|")) for t in caught), [t.why for t in caught]
 
 
 def test_lost_vector_registers_are_caught(work):
@@ -194,10 +210,29 @@ def test_busy_context_is_refused(work, progs):
         p.communicate()
 
 
-@pytest.mark.parametrize("mode", ["tls", "cancel", "exitmain", "pipe", "sigpipe"])
+@pytest.mark.parametrize(
+    "mode", ["tls", "cancel", "exitmain", "pipe", "sigpipe", "eintr", "pending"]
+)
 def test_edges(work, mode):
     """Cases a review found broken (tests/wpp/edges.c): power-failed once in the middle, the
     resumed program ends as the native one does, with the same output."""
+    r, native = _edge(work, mode)
+    assert (r.returncode, r.stdout) == (native.returncode, native.stdout.decode()), r.stderr
+
+
+@pytest.mark.parametrize("mode,knob", [("eintr", "eintr"), ("pending", "signals")])
+def test_edges_broken(work, mode, knob):
+    """The same edges with the restore broken: a poll the save interrupted returns EINTR, the
+    signals pending at the failure are not sent again. The output must differ."""
+    os.environ["PMKIT_WPP_BREAK"] = knob
+    try:
+        r, native = _edge(work, mode)
+    finally:
+        del os.environ["PMKIT_WPP_BREAK"]
+    assert r.returncode == 0 and r.stdout != native.stdout.decode(), r
+
+
+def _edge(work: Path, mode: str):
     d = work / "edges"
     d.mkdir(exist_ok=True)
     exe = d / "edges"
@@ -207,12 +242,14 @@ def test_edges(work, mode):
     ctx = d / f"ctx-{mode}"
     _saved_context(exe, ctx, mode)
     r = _run(exe, ctx, mode, timeout=30)
-    assert (r.returncode, r.stdout) == (native.returncode, native.stdout.decode()), r.stderr
+    if r.returncode != native.returncode or r.stdout != native.stdout.decode():
+        return r, native
     if native.returncode >= 0:
         assert not list(ctx.iterdir())
     else:  # killed by a signal, like a kill: the context is not resumable
         again = _run(exe, ctx, mode, timeout=30)
         assert again.returncode == 2 and "ended without a save" in again.stderr
+    return r, native
 
 
 def test_sigterm_ends_the_program(work, progs):

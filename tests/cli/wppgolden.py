@@ -44,6 +44,15 @@ PROGRAMS = {
     # without a pid namespace: thread ids are kept by clone3(set_tid) in the machine's own
     # namespace (this needs root, as the tests run)
     "owners": Program("owners", ["{out}", "400000"], env={"PMKIT_WPP_NO_NS": "1"}, timeout=10),
+    # kernel objects rebuilt at a restore; each program notices a lost one by itself (a stall
+    # of a few seconds, a wrong count) and says so on stdout
+    "eventfd": Program("eventfd", timeout=10),
+    "timerfd": Program("timerfd", timeout=10),
+    "signalfd": Program("signalfd", timeout=10),
+    "ptimer": Program("ptimer", timeout=10),
+    "dupfd": Program("dupfd", ["{out}"], timeout=10),
+    "flock": Program("flock", ["{out}"], timeout=10),
+    "fmap": Program("fmap", ["{out}"], timeout=10),
 }
 
 

@@ -7,8 +7,13 @@
 //   exitmain  main calls pthread_exit and the last thread ends the process
 //   pipe      200 KiB unread in a pipe enlarged with F_SETPIPE_SZ
 //   sigpipe   a write to a closed pipe kills the program (default action)
+//   eintr     a poll with no signal handler in the program: it never returns
+//             EINTR natively, nor after a restore
+//   pending   signals blocked and pending at the failure (a standard one and
+//             two queued real-time ones with values) are pending after it
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,6 +81,30 @@ int main(int argc, char **argv) {
     if (write(p[1], "x", 1) < 0)
       return 1;
     printf("not killed\n");
+  } else if (!strcmp(mode, "eintr")) {
+    int p[2];
+    if (pipe(p) != 0)
+      return 1;
+    struct pollfd pf = {p[0], POLLIN, 0};
+    int r = poll(&pf, 1, 800);
+    printf("poll %d\n", r);
+  } else if (!strcmp(mode, "pending")) {
+    sigset_t m;
+    sigemptyset(&m);
+    sigaddset(&m, SIGUSR1);
+    sigaddset(&m, SIGRTMIN + 2);
+    sigprocmask(SIG_BLOCK, &m, NULL);
+    kill(getpid(), SIGUSR1);
+    for (int v = 5; v < 7; v++)
+      sigqueue(getpid(), SIGRTMIN + 2, (union sigval){.sival_int = v});
+    usleep(800000);
+    struct timespec zero = {0, 0};
+    siginfo_t si;
+    printf("pending:");
+    while (sigtimedwait(&m, &si, &zero) > 0)
+      printf(" %s/%d", si.si_signo == SIGUSR1 ? "usr1" : "rt",
+             si.si_value.sival_int);
+    printf("\n");
   } else {
     return 2;
   }
