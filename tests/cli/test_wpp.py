@@ -287,6 +287,32 @@ def test_fork_and_exec_fail_loudly(work):
     assert native.returncode == 0 and "not supported" not in native.stderr
 
 
+def test_what_cannot_come_back_is_said_at_creation(work):
+    """inotify, memfd and System V IPC work under WPP, and the program is warned when it makes
+    one (once per kind), not after a restore; natively nothing is said."""
+    src = work / "unkept.c"
+    src.write_text(
+        "#define _GNU_SOURCE\n#include <stdio.h>\n#include <sys/inotify.h>\n"
+        "#include <sys/ipc.h>\n#include <sys/mman.h>\n#include <sys/sem.h>\n"
+        "#include <sys/shm.h>\n"
+        "int main(void) {\n"
+        '  int a = inotify_init1(0), b = inotify_init1(0), m = memfd_create("x", 0);\n'
+        "  int s = semget(IPC_PRIVATE, 1, 0600), h = shmget(IPC_PRIVATE, 4096, 0600);\n"
+        "  semctl(s, 0, IPC_RMID); shmctl(h, IPC_RMID, 0);\n"
+        '  printf("%d %d %d %d %d\\n", a >= 0, b >= 0, m >= 0, s >= 0, h >= 0);\n'
+        "  return 0;\n}\n"
+    )
+    exe = work / "unkept"
+    subprocess.run(g.pmkit("wpp", "cc", str(src), "-o", str(exe)), check=True)
+    r = _run(exe, work / "unkept-ctx")
+    assert r.returncode == 0 and r.stdout == "1 1 1 1 1\n", r
+    said = [ln for ln in r.stderr.splitlines() if "cannot come back after a power failure" in ln]
+    assert len(said) == 4, r.stderr  # inotify once for two, memfd, semget, shmget
+    assert all(w in r.stderr for w in ("inotify", "memfd", "semget", "shmget")), r.stderr
+    native = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert native.stdout == "1 1 1 1 1\n" and not native.stderr
+
+
 def test_failure_handler(work):
     """The program's SIGPWR handler runs once per restore, never at the failure itself, and may
     end the program."""
