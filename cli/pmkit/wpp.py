@@ -127,7 +127,7 @@ def cmd_run(args) -> int:
         CONTEXT_ROOT.mkdir(mode=0o700, exist_ok=True)
     if args.fresh and (ctx / "wpp.ctx").exists():
         (ctx / "wpp.ctx").unlink()
-        for link in ctx.glob("link.*"):
+        for link in [*ctx.glob("link.*"), *ctx.glob("map.*")]:
             link.unlink()
     env = dict(os.environ, PMKIT_WPP_CONTEXT=os.path.abspath(ctx))
     sys.stdout.flush()
@@ -135,8 +135,52 @@ def cmd_run(args) -> int:
     return EXIT_USAGE  # not reached
 
 
-def cmd_kill(args) -> int:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _running(prog: str) -> list[tuple[int, Path]]:
+    """Programs named prog that run now, with their contexts: the supervisor of each lists
+    itself in CONTEXT_ROOT/.running as PROG@PID, a link to its context."""
+    out = []
+    for link in (CONTEXT_ROOT / ".running").glob(f"{Path(prog).name}@*"):
+        try:
+            pid = int(link.name.rsplit("@", 1)[1])
+            ctx = Path(os.readlink(link))
+        except (ValueError, OSError):
+            continue
+        if _alive(pid):
+            out.append((pid, ctx))
+    return sorted(out)
+
+
+def _kill_context(args) -> Path:
+    """The context `pmkit wpp kill` acts on: --context, a directory, the default context of
+    PROG if a program runs there, else the one program named PROG running elsewhere."""
     ctx = _context_of(args.target, args.context)
+    if args.context or (ctx / "pid").exists() or ctx != default_context(args.target):
+        return ctx
+    found = _running(args.target)
+    if len(found) > 1:
+        listed = ", ".join(f"pid {p} in {c}" for p, c in found)
+        raise UsageError(
+            f"{len(found)} programs named {args.target} run ({listed}): give --context"
+        )
+    return found[0][1] if found else ctx
+
+
+def cmd_kill(args) -> int:
+    ctx = _kill_context(args)
+    # a program being started (or resumed) writes its pid file within milliseconds
+    deadline = time.monotonic() + 1.0
+    while not (ctx / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
     try:
         pid = int((ctx / "pid").read_text())
     except (FileNotFoundError, ValueError):

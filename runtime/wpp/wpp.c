@@ -283,39 +283,66 @@ static int is_term_sig(int sig);
 static int killed_page;
 
 /* The supervisor: the process the user started. It forwards the signals a
- * user sends (SIGPWR above all) to the program and ends as it ends. */
-static _Noreturn void supervise(pid_t child) {
-  char pidfile[4200];
+ * user sends (SIGPWR above all) to the program and ends as it ends. The
+ * signals it waits for were blocked before the fork (a child that ends at
+ * once must not find SIGCHLD still at its default, which discards it). */
+static const int fwd_sigs[] = {SIGPWR,  SIGTERM, SIGINT, SIGHUP,
+                               SIGQUIT, SIGUSR1, SIGUSR2};
+
+static void supervised_set(sigset_t *s) {
+  sigemptyset(s);
+  for (size_t i = 0; i < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); i++)
+    sigaddset(s, fwd_sigs[i]);
+  sigaddset(s, SIGCHLD);
+}
+
+static char pidfile[4200], runlink[4400];
+
+/* The pid file `pmkit wpp kill` reads, written whole (renamed into place),
+ * and a link CONTEXT_ROOT/.running/PROG@PID to the context, by which
+ * `pmkit wpp kill PROG` finds a program started with a context of its own.
+ * Only the supervisor that holds the context's lock writes either. */
+static void announce(void) {
+  char tmp[4300], b[32];
   snprintf(pidfile, sizeof(pidfile), "%s/pid", wpp_dir);
-  int fd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    char b[32];
-    int n = snprintf(b, sizeof(b), "%d\n", (int)getpid());
-    if (write(fd, b, (size_t)n) != n)
-      wpp_warn("cannot write %s", pidfile);
+  snprintf(tmp, sizeof(tmp), "%s/pid.%d", wpp_dir, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int n = snprintf(b, sizeof(b), "%d\n", (int)getpid());
+  if (fd < 0 || write(fd, b, (size_t)n) != n || rename(tmp, pidfile) != 0)
+    wpp_warn("cannot write %s: pmkit wpp kill will not find the program",
+             pidfile);
+  if (fd >= 0)
     close(fd);
-  }
+  const char *name = strrchr(__progname_full, '/');
+  name = name ? name + 1 : __progname_full;
+  mkdir(WPP_RUN_ROOT, 0700);
+  mkdir(WPP_RUN_ROOT "/.running", 0700);
+  snprintf(runlink, sizeof(runlink), WPP_RUN_ROOT "/.running/%s@%d", name,
+           (int)getpid());
+  if (wpp_dir[0] != '/' || symlink(wpp_dir, runlink) != 0)
+    runlink[0] = 0;
+}
+
+static void unannounce(void) {
+  unlink(pidfile);
+  if (runlink[0])
+    unlink(runlink);
+}
+
+static _Noreturn void supervise(pid_t child) {
   sigset_t s;
-  sigemptyset(&s);
-  int fwd[] = {SIGPWR, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-    sigaddset(&s, fwd[i]);
-  sigaddset(&s, SIGCHLD);
-  wpp_real.sigmask(SIG_BLOCK, &s, NULL);
+  supervised_set(&s);
   for (;;) {
-    siginfo_t si;
-    int sig = sigwaitinfo(&s, &si);
-    if (sig < 0)
-      continue;
-    if (sig != SIGCHLD) {
-      kill(child, sig);
-      continue;
-    }
     int st;
     pid_t r = waitpid(child, &st, WNOHANG);
-    if (r != child)
+    if (r != child) {
+      siginfo_t si;
+      int sig = sigwaitinfo(&s, &si);
+      if (sig > 0 && sig != SIGCHLD)
+        kill(child, sig);
       continue;
-    unlink(pidfile);
+    }
+    unannounce();
     if (WIFEXITED(st) && WEXITSTATUS(st) == WPP_EXIT_SAVED &&
         !getenv("PMKIT_WPP_QUIET"))
       note("power failure: the program's state is saved in %s; run the "
@@ -333,6 +360,25 @@ static _Noreturn void supervise(pid_t child) {
     raise(dead);
     wpp_real.exit(code);
   }
+}
+
+/* One run per context: the supervisor locks the context directory for the
+ * run's whole life, before it writes anything, so that a second start is
+ * refused without touching the running one's files. */
+static int lock_context_dir(void) {
+  int d = open(wpp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d >= 0 && flock(d, LOCK_EX | LOCK_NB) == 0)
+    return d;
+  char b[32] = "", path[4200];
+  snprintf(path, sizeof(path), "%s/pid", wpp_dir);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+  b[n > 0 ? n : 0] = 0;
+  b[strcspn(b, "\n")] = 0;
+  wpp_die("%s is in use by another process%s%s%s: a program runs in it. To "
+          "run a second instance, give it a context of its own (pmkit wpp "
+          "run --context DIR, or PMKIT_WPP_CONTEXT=DIR)",
+          wpp_dir, b[0] ? " (pid " : "", b, b[0] ? ")" : "");
 }
 
 static void copy_args(int argc, char **argv, char **envp) {
@@ -842,7 +888,24 @@ static void check_tables(const char *path) {
     wpp_die("%s: its tables are out of bounds (corrupt)", path);
 }
 
-static _Noreturn void restore(int fd, int ns, const char *path) {
+/* A resumed program goes on with the arguments it started with: say so if
+ * the command that resumes it gives others (before the restore proper:
+ * nothing of the program's runs yet). */
+static void warn_new_args(int argc, char **argv) {
+  struct wpp_hdr *h = wpp_hdr;
+  char **old = (char **)(uintptr_t)h->argv;
+  int same = h->argc == argc && wpp_in_heap(old, sizeof(char *) * (size_t)argc);
+  for (int i = 1; same && i < argc; i++)
+    same = wpp_in_heap(old[i], 1) && !strcmp(old[i], argv[i]);
+  if (!same)
+    wpp_warn("the program resumes with the arguments it started with; the %d "
+             "argument(s) given now are ignored (start afresh to use them: "
+             "pmkit wpp run --fresh)",
+             argc - 1);
+}
+
+static _Noreturn void restore(int fd, int ns, const char *path, int argc,
+                              char **argv) {
   struct wpp_hdr hd;
   uint64_t t0 = now_ns(CLOCK_MONOTONIC);
   if (pread(fd, &hd, offsetof(struct wpp_hdr, lock), 0) !=
@@ -881,6 +944,7 @@ static _Noreturn void restore(int fd, int ns, const char *path) {
   if (r)
     wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));
   check_tables(path);
+  warn_new_args(argc, argv);
   wpp_block_brk();
   sigset_t all;
   sigfillset(&all);
@@ -978,12 +1042,22 @@ int wpp_main(int argc, char **argv, char **envp) {
       wpp_real.mmap((void *)KILLED_PAGE, WPP_PAGE, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
                     0) == (void *)KILLED_PAGE;
+  int dirfd = lock_context_dir();
+  announce();
+  sigset_t sup, before;
+  supervised_set(&sup);
+  sigdelset(&sup, SIGPWR); /* blocked above, and stays blocked in the child */
+  wpp_real.sigmask(SIG_BLOCK, &sup, &before);
   int ns = new_pid_ns();
   pid_t c = fork();
-  if (c < 0)
+  if (c < 0) {
+    unannounce();
     wpp_die("fork: %s", strerror(errno));
+  }
   if (c > 0)
     supervise(c);
+  close(dirfd);
+  wpp_real.sigmask(SIG_SETMASK, &before, NULL);
   /* Memory a constructor allocated before main is outside the context and
    * would not survive; refuse rather than resume without it. (Without
    * address randomisation the break starts right after static data.) */
@@ -1002,7 +1076,7 @@ int wpp_main(int argc, char **argv, char **envp) {
     fd = stash_fd(fd);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0)
       wpp_die("%s is in use by another process", path);
-    restore(fd, ns, path);
+    restore(fd, ns, path, argc, argv);
   }
   if (errno != ENOENT)
     wpp_die("cannot open %s: %s", path, strerror(errno));

@@ -45,6 +45,10 @@
 #define FUTEX_WAIT_PRIVATE 128
 #define FUTEX_WAKE_PRIVATE 129
 
+/* Where `pmkit wpp` keeps contexts by default (cli/pmkit/wpp.py,
+ * CONTEXT_ROOT); running programs are listed in its .running. */
+#define WPP_RUN_ROOT "/dev/shm/pmkit-wpp"
+
 /* The signal that stops a thread at a failure: hidden from the program. */
 #define WPP_SIGSAVE (SIGRTMAX)
 /* Exit status of a process whose state was saved at an emulated failure

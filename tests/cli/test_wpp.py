@@ -368,6 +368,76 @@ def test_run_kill_info_resume(work, progs):
     assert bad.returncode == 2 and b"no program is running" in bad.stderr
 
 
+def test_second_start_is_refused_and_harmless(work, progs):
+    """20 starts on a context a program runs in: each is refused at once (exit 2, naming the
+    running pid and --context), none hangs, and the running program's pid file is left as it
+    was, so that `pmkit wpp kill PROG` still reaches it, though it was started with a context
+    of its own."""
+    ctx = work / "second"
+    exe = progs["compute"]
+    env = dict(os.environ, PMKIT_WPP_QUIET="1")
+    run = g.pmkit("wpp", "run", "--context", str(ctx), "--", str(exe), "2", "3000")
+    p = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while not (ctx / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pid = (ctx / "pid").read_text()
+        for _ in range(20):
+            r = subprocess.run(run, capture_output=True, text=True, env=env, timeout=10)
+            assert r.returncode == 2, r
+            assert f"in use by another process (pid {pid.strip()})" in r.stderr, r.stderr
+            assert "--context" in r.stderr
+            assert (ctx / "pid").read_text() == pid
+        k = subprocess.run(g.pmkit("wpp", "kill", exe.name), capture_output=True, text=True)
+        assert k.returncode == 0 and f"pid {pid.strip()}" in k.stdout, k
+        p.communicate(timeout=30)
+        assert p.returncode == g.SAVED_EXIT
+    finally:
+        p.kill()
+        p.communicate()
+    # a program refused after the fork ends at once: its supervisor must end with it (it once
+    # waited forever for a SIGCHLD that came before it listened)
+    other = g.pmkit("wpp", "run", "--context", str(ctx), "--", str(progs["churn"]), "10")
+    for _ in range(20):
+        r = subprocess.run(other, capture_output=True, text=True, env=env, timeout=10)
+        assert r.returncode == 2 and "another executable" in r.stderr, r
+
+
+def test_resume_with_other_arguments_warns(work, progs):
+    """A resumed program keeps the arguments it started with; other ones given to the resuming
+    command are ignored, with a warning (and none when they are the same)."""
+    exe, ctx = progs["compute"], work / "args"
+    _saved_context(exe, ctx, "2", "400")
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    p = subprocess.Popen([str(exe), "2", "9"], stderr=subprocess.PIPE, env=env, text=True)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGPWR)
+    err = p.communicate(timeout=30)[1]
+    assert "resumes with the arguments it started with" in err, err
+    r = _run(exe, ctx, "2", "400", timeout=60)
+    assert r.returncode == 0 and "arguments" not in r.stderr, r.stderr
+
+
+def test_kill_right_after_start(work, progs):
+    """A power failure sent in the first milliseconds of a (re)start reaches the program: the
+    kill waits for its pid file, and the program, which blocks SIGPWR until it can save, saves
+    as soon as it can."""
+    ctx = work / "early"
+    run = g.pmkit("wpp", "run", "--context", str(ctx), "--", str(progs["compute"]), "2", "3000")
+    env = dict(os.environ, PMKIT_WPP_QUIET="1")
+    for _ in range(3):
+        p = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        k = subprocess.run(
+            g.pmkit("wpp", "kill", "--context", str(ctx)), capture_output=True, text=True
+        )
+        assert k.returncode == 0, k.stderr
+        p.communicate(timeout=30)
+        assert p.returncode == g.SAVED_EXIT, p.returncode
+    r = subprocess.run(run, capture_output=True, env=env, timeout=60)
+    assert r.returncode == 0 and not list(ctx.iterdir())
+
+
 def test_native_run_ignores_wpp(work, progs):
     """Without PMKIT_WPP_CONTEXT the same binary runs as a plain program (the baseline)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}

@@ -27,9 +27,11 @@ int main(int argc, char **argv) {
   int c = open(count, O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (d < 0 || c < 0 || ftruncate(c, 4096))
     return 1;
+  static uint32_t words[WORDS];
   for (uint32_t i = 0; i < WORDS; i++)
-    if (write(d, &i, 4) != 4)
-      return 1;
+    words[i] = i;
+  if (write(d, words, sizeof(words)) != (ssize_t)sizeof(words))
+    return 1;
   const uint32_t *w = mmap(NULL, WORDS * 4, PROT_READ, MAP_SHARED, d, 0);
   long *n = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c, 0);
   if (w == MAP_FAILED || n == MAP_FAILED)
