@@ -133,9 +133,12 @@ static void save_pipe(struct wpp_fd *f, int num, uint64_t *used) {
   f->pipe_size = fcntl(num, F_GETPIPE_SZ);
   if (ioctl(num, FIONREAD, &avail) != 0 || avail <= 0)
     return;
-  if (*used + (uint64_t)avail > WPP_PIPEBUF_MAX) {
-    wpp_warn("pipe %d: %d unread bytes do not fit the context; dropped", num,
-             avail);
+  if (*used + (uint64_t)avail > WPP_PIPEBUF_MAX ||
+      wpp_reserve(WPP_PIPEBUF_OFF + *used, (uint64_t)avail)) {
+    wpp_warn("pipe %d: %d unread bytes do not fit the context%s; dropped", num,
+             avail,
+             *used + (uint64_t)avail > WPP_PIPEBUF_MAX ? ""
+                                                       : " (file system full)");
     return;
   }
   char *buf = (char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF + *used);

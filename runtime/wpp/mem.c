@@ -18,9 +18,16 @@
  * first-fit list of free extents with coalescing, and a bump pointer for
  * never-used pages. munmap punches the pages out of the file (MADV_REMOVE), so
  * a freed range costs no memory and reads as zeros when handed out again.
+ *
+ * The file is sparse; its pages are given file space (fallocate) when they
+ * are handed out, not when first stored to: on a full file system a store
+ * to a page that has none kills the process (SIGBUS) with the context
+ * unsaved, while a failed fallocate is a failed mmap (ENOMEM), which the
+ * program handles, and the last save stays resumable.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -44,6 +51,44 @@ int wpp_in_heap(const void *p, size_t len) {
 
 void *wpp_heap_ptr(uint64_t off) { return HEAP + off; }
 uint64_t wpp_heap_off(const void *p) { return (uint64_t)((char *)p - HEAP); }
+
+int wpp_reserve(uint64_t off, uint64_t len) {
+  static int unsupported;
+  if (unsupported || !len || wpp_broken("reserve"))
+    return 0;
+  int r;
+  do
+    r = fallocate(wpp_ctxfd, 0, (off_t)off, (off_t)len);
+  while (r != 0 && errno == EINTR);
+  if (r != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+    unsupported = 1;
+    wpp_warn("the context's file system cannot reserve space (fallocate): a "
+             "full file system will kill the program instead of failing its "
+             "allocations");
+    return 0;
+  }
+  return r;
+}
+
+/* File space for heap pages [page, page + n) and their page map bytes (the
+ * map is reserved up to a high-water mark, in 64 KiB steps). Caller holds
+ * the lock. 0, or -1 with errno ENOMEM. */
+static int reserve_pages(uint64_t page, uint64_t n) {
+  struct wpp_hdr *h = wpp_hdr;
+  if (page + n > h->map_reserved) {
+    uint64_t top = (page + n + 0xffff) & ~0xffffull;
+    if (top > WPP_HEAP_PAGES)
+      top = WPP_HEAP_PAGES;
+    if (wpp_reserve(WPP_MAP_OFF + h->map_reserved, top - h->map_reserved))
+      goto full;
+    h->map_reserved = top;
+  }
+  if (!wpp_reserve(WPP_HEAP_OFF + page * WPP_PAGE, n * WPP_PAGE))
+    return 0;
+full:
+  errno = ENOMEM;
+  return -1;
+}
 
 static void mark(uint64_t page, uint64_t n, int prot) {
   memset(PMAP + page, prot < 0 ? 0 : 0x80 | (prot & PROT_BITS), n);
@@ -149,6 +194,11 @@ void *wpp_alloc(size_t len, int prot) {
   uint64_t n = npages_of(len);
   wpp_lock(&wpp_hdr->lock);
   int64_t page = take(n);
+  /* a PROT_NONE reservation gets its file space when it is opened up */
+  if (page >= 0 && prot != PROT_NONE && reserve_pages((uint64_t)page, n)) {
+    free_insert((uint64_t)page, n);
+    page = -1;
+  }
   if (page >= 0) {
     mark((uint64_t)page, n, prot);
     wpp_hdr->live_pages += n;
@@ -218,9 +268,16 @@ void *wpp_mmap(void *addr, size_t len, int prot, int flags, int fd, long off) {
         errno = (flags & MAP_FIXED_NOREPLACE) ? EEXIST : ENOMEM;
         return MAP_FAILED;
       }
-    mark(page, n, prot);
     wpp_real.madvise(addr, n * WPP_PAGE, MADV_REMOVE);
-    wpp_real.mprotect(addr, n * WPP_PAGE, prot);
+    wpp_lock(&wpp_hdr->lock);
+    int full = prot != PROT_NONE && reserve_pages(page, n);
+    wpp_unlock(&wpp_hdr->lock);
+    mark(page, n, full ? PROT_NONE : prot);
+    wpp_real.mprotect(addr, n * WPP_PAGE, full ? PROT_NONE : prot);
+    if (full) { /* the old pages are gone, as the program asked */
+      errno = ENOMEM;
+      return MAP_FAILED;
+    }
     return addr;
   }
   void *p = wpp_alloc(len, prot);
@@ -286,6 +343,16 @@ int wpp_mprotect(void *addr, size_t len, int prot) {
    * kernel call, which is idempotent; the other order would restore the
    * old protection under a thread that believes it changed */
   uint64_t page = wpp_heap_off(addr) / WPP_PAGE, n = npages_of(len);
+  if (prot != PROT_NONE) { /* opening up a reservation: file space first */
+    int closed = 0;
+    for (uint64_t i = 0; i < n && !closed; i++)
+      closed = PMAP[page + i] && !(PMAP[page + i] & PROT_BITS);
+    wpp_lock(&wpp_hdr->lock);
+    int full = closed && reserve_pages(page, n);
+    wpp_unlock(&wpp_hdr->lock);
+    if (full)
+      return -1;
+  }
   uint8_t *old = __builtin_alloca(n <= 4096 ? n : 1);
   if (n <= 4096)
     memcpy(old, PMAP + page, n);
@@ -303,11 +370,23 @@ int wpp_mprotect(void *addr, size_t len, int prot) {
 
 int wpp_madvise(void *addr, size_t len, int advice) {
   /* Pages of a shared file mapping are not zeroed by DONTNEED or FREE; the
-   * program expects zeros (DONTNEED) or don't-care (FREE): punch them. */
-  if (wpp_on && wpp_in_heap(addr, len) &&
-      (advice == MADV_DONTNEED || advice == MADV_FREE))
-    advice = MADV_REMOVE;
-  return wpp_real.madvise(addr, len, advice);
+   * program expects zeros (DONTNEED) or don't-care (FREE): punch them, and
+   * reserve them again (still mapped, they may be stored to). */
+  if (!wpp_on || !wpp_in_heap(addr, len) ||
+      (advice != MADV_DONTNEED && advice != MADV_FREE))
+    return wpp_real.madvise(addr, len, advice);
+  int r = wpp_real.madvise(addr, len, MADV_REMOVE);
+  uint64_t page = wpp_heap_off(addr) / WPP_PAGE, n = npages_of(len);
+  wpp_lock(&wpp_hdr->lock);
+  int full = r == 0 && PMAP[page] && reserve_pages(page, n);
+  wpp_unlock(&wpp_hdr->lock);
+  if (full) {
+    static int said;
+    if (!said++)
+      wpp_warn("the file system is full: pages given back with madvise have "
+               "no file space again, and a store to them kills the program");
+  }
+  return r;
 }
 
 /* Map the context file at WPP_BASE. The header and page map are read-write;

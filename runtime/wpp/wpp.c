@@ -465,9 +465,13 @@ static void persist_static_data(int fd) {
   /* the copy and the remap must see the same bytes: nothing writes static
    * data in between (one thread, no signal handler yet) */
   if (pwrite(fd, (void *)lo, hi - lo, (off_t)WPP_DATA_OFF) !=
-      (ssize_t)(hi - lo))
-    wpp_die("cannot copy the static data into the context: %s",
-            strerror(errno));
+      (ssize_t)(hi - lo)) {
+    int e = errno;
+    char path[4200];
+    if (!ctx_path(path, sizeof(path)))
+      unlink(path);
+    wpp_die("cannot copy the static data into the context: %s", strerror(e));
+  }
   if (wpp_real.mmap((void *)lo, hi - lo, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_FIXED, fd,
                     (off_t)WPP_DATA_OFF) != (void *)lo)
@@ -1085,8 +1089,17 @@ int wpp_main(int argc, char **argv, char **envp) {
     wpp_die("cannot create %s: %s", path, strerror(errno));
   fd = stash_fd(fd);
   flock(fd, LOCK_EX | LOCK_NB);
-  if (ftruncate(fd, (off_t)WPP_SIZE) != 0)
-    wpp_die("cannot size %s: %s", path, strerror(errno));
+  wpp_ctxfd = fd;
+  /* the header and the static data get their file space now: a full file
+   * system is refused here, not met later by a store (SIGBUS) */
+  uintptr_t lo1, hi1;
+  rw_segment(&lo1, &hi1);
+  if (ftruncate(fd, (off_t)WPP_SIZE) != 0 || wpp_reserve(0, WPP_MAP_OFF) ||
+      wpp_reserve(WPP_DATA_OFF, hi1 - lo1)) {
+    int e = errno;
+    unlink(path);
+    wpp_die("cannot make the context %s: %s", path, strerror(e));
+  }
   int r = wpp_mem_map(fd);
   if (r)
     wpp_die("cannot map the context at %#llx: %s", WPP_BASE, strerror(-r));

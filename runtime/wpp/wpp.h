@@ -187,7 +187,8 @@ struct wpp_hdr {
   /* heap allocator */
   volatile int lock;
   uint32_t nfree;
-  uint64_t bump; /* first never-used heap page */
+  uint64_t bump;         /* first never-used heap page */
+  uint64_t map_reserved; /* page map entries with file space (mem.c) */
   struct wpp_extent free[WPP_MAX_FREE];
   /* kernel state */
   struct wpp_ksig ksig[65];
@@ -257,6 +258,9 @@ WPP_HIDDEN void *wpp_alloc(size_t len, int prot);
 WPP_HIDDEN int wpp_in_heap(const void *p, size_t len);
 WPP_HIDDEN void *wpp_heap_ptr(uint64_t off);
 WPP_HIDDEN uint64_t wpp_heap_off(const void *p);
+/* File space for [off, off + len) of the context now (fallocate): 0, or -1
+ * with errno (ENOSPC on a full file system). */
+WPP_HIDDEN int wpp_reserve(uint64_t off, uint64_t len);
 
 /* fd.c: descriptors, and the kernel objects read the same way (POSIX
  * timers, file mappings, pending signals) */

@@ -419,6 +419,58 @@ def test_resume_with_other_arguments_warns(work, progs):
     assert r.returncode == 0 and "arguments" not in r.stderr, r.stderr
 
 
+@pytest.fixture
+def small_fs(work):
+    """A 48 MiB tmpfs of the test's own (needs root, as the tests run)."""
+    d = work / "small"
+    d.mkdir(exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(d)])
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    yield d
+    subprocess.run(["umount", "-l", str(d)])
+
+
+def test_full_file_system_fails_allocations_not_the_program(work, small_fs):
+    """On a full file system an allocation fails (malloc returns NULL) instead of a store
+    killing the program with SIGBUS; a power failure after that is saved and resumed, and the
+    program ends with every block intact. A fresh start on a full file system is refused with a
+    message, and leaves no context behind."""
+    exe = work / "fill"
+    subprocess.run(
+        g.pmkit("wpp", "cc", "-O2", str(g.SOURCES / "fill.c"), "-o", str(exe)), check=True
+    )
+    ctx = small_fs / "ctx"
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    # must fail: without file space reserved up front, the full file system is a SIGBUS
+    broken = subprocess.run(
+        [str(exe)], capture_output=True, env=dict(env, PMKIT_WPP_BREAK="reserve"), timeout=30
+    )
+    assert broken.returncode == -signal.SIGBUS, broken
+    subprocess.run(["rm", "-rf", str(ctx)], check=True)
+    p = subprocess.Popen(
+        [str(exe), "3000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    line = p.stdout.readline().decode()
+    assert line.startswith("full after ") and 20 < int(line.split()[2]) < 48, line
+    p.send_signal(signal.SIGPWR)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == g.SAVED_EXIT, err
+    r = _run(exe, ctx, "3000", timeout=30)
+    assert r.returncode == 0 and r.stdout == "done: 0 blocks damaged\n", r
+    # full before the start: refused, nothing left
+    with open(small_fs / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"x" * (1 << 20))
+                f.flush()
+        except OSError:
+            pass
+    r = _run(exe, ctx, timeout=30)
+    assert r.returncode == 2 and "No space left on device" in r.stderr, r
+    assert not (ctx / "wpp.ctx").exists()
+
+
 def test_kill_right_after_start(work, progs):
     """A power failure sent in the first milliseconds of a (re)start reaches the program: the
     kill waits for its pid file, and the program, which blocks SIGPWR until it can save, saves
