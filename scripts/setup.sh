@@ -52,3 +52,10 @@ if [ ! -f build/build.ninja ]; then
     -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
 fi
 cmake --build build
+
+# The pmkit command's front end (cli/launch.c) does `pmkit wpp run` and `kill`
+# itself, on a program's restart path, and hands the rest to the Python
+# command: it takes the place of the entry point pip made.
+if [ -x build/pmkit-launch ] && [ "$(readlink .venv/bin/pmkit)" != "$PWD/build/pmkit-launch" ]; then
+  ln -sf "$PWD/build/pmkit-launch" .venv/bin/pmkit
+fi

@@ -16,10 +16,13 @@
 //   wppmicro restart --mib N --dir DIR   (run natively) starts itself under
 //     WPP holding N MiB of heap, power-fails it, resumes it, and reports the
 //     save and restart times
+//   wppmicro restart-run --mib N --dir DIR   the same through `pmkit wpp run`
+//     (build/pmkit-launch, the pmkit command's front end)
 //   wppmicro hold --mib N                what restart runs
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -164,6 +167,10 @@ static int hold(long mib) {
     pause();
 }
 
+/* through `pmkit wpp run` (its front end, build/pmkit-launch) rather than
+ * by running the program with PMKIT_WPP_CONTEXT set */
+static int via_pmkit;
+
 static pid_t spawn(char *self, long mib, const char *ctx, int *out) {
   int p[2];
   if (pipe(p) != 0)
@@ -173,8 +180,16 @@ static pid_t spawn(char *self, long mib, const char *ctx, int *out) {
     char m[32];
     snprintf(m, sizeof(m), "%ld", mib);
     dup2(p[1], 1);
-    setenv("PMKIT_WPP_CONTEXT", ctx, 1);
     setenv("PMKIT_WPP_QUIET", "1", 1);
+    if (via_pmkit) {
+      char dir_of[4096], launch[4200];
+      snprintf(dir_of, sizeof(dir_of), "%s", self);
+      snprintf(launch, sizeof(launch), "%s/../../pmkit-launch",
+               dirname(dir_of));
+      execl(launch, "pmkit", "wpp", "run", "--context", ctx, "--", self, "hold",
+            "--mib", m, (char *)NULL);
+    }
+    setenv("PMKIT_WPP_CONTEXT", ctx, 1);
     execl(self, self, "hold", "--mib", m, (char *)NULL);
     _exit(127);
   }
@@ -246,8 +261,10 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "hold"))
     return hold(mib);
-  if (!strcmp(argv[1], "restart"))
+  if (!strcmp(argv[1], "restart") || !strcmp(argv[1], "restart-run")) {
+    via_pmkit = argv[1][7] == '-';
     return restart(argv[0], mib);
+  }
   double t0 = now();
   long iters = run_test(argv[1]);
   double s = now() - t0;

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import struct
 import sys
 import time
@@ -113,88 +112,14 @@ def _context_of(target: str | None, ctx: str | None) -> Path:
     return p if (p / "wpp.ctx").exists() or (p / "pid").exists() else default_context(target)
 
 
-def cmd_run(args) -> int:
-    if not args.prog:
-        raise UsageError("wpp run needs a program: pmkit wpp run [--context DIR] -- PROG [ARGS]")
-    prog = args.prog[0]
-    exe = shutil.which(prog) if "/" not in prog else prog
-    if not exe or not os.access(exe, os.X_OK):
-        raise UsageError(f"{prog}: no such executable")
-    if args.context:
-        ctx = Path(args.context)
-    else:
-        ctx = default_context(prog)
-        CONTEXT_ROOT.mkdir(mode=0o700, exist_ok=True)
-    if args.fresh and (ctx / "wpp.ctx").exists():
-        (ctx / "wpp.ctx").unlink()
-        for link in [*ctx.glob("link.*"), *ctx.glob("map.*")]:
-            link.unlink()
-    env = dict(os.environ, PMKIT_WPP_CONTEXT=os.path.abspath(ctx))
+def _launch(argv: list[str]) -> int:
+    """`pmkit wpp run` and `kill` are the front end's (cli/launch.c), their one implementation:
+    they sit on a program's restart path, where Python's start-up would cost more than the
+    restart itself."""
+    exe = paths.find().binary("pmkit-launch")
     sys.stdout.flush()
-    os.execve(exe, [prog, *args.prog[1:]], env)
+    os.execv(exe, [str(exe), "wpp", *argv])
     return EXIT_USAGE  # not reached
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _running(prog: str) -> list[tuple[int, Path]]:
-    """Programs named prog that run now, with their contexts: the supervisor of each lists
-    itself in CONTEXT_ROOT/.running as PROG@PID, a link to its context."""
-    out = []
-    for link in (CONTEXT_ROOT / ".running").glob(f"{Path(prog).name}@*"):
-        try:
-            pid = int(link.name.rsplit("@", 1)[1])
-            ctx = Path(os.readlink(link))
-        except (ValueError, OSError):
-            continue
-        if _alive(pid):
-            out.append((pid, ctx))
-    return sorted(out)
-
-
-def _kill_context(args) -> Path:
-    """The context `pmkit wpp kill` acts on: --context, a directory, the default context of
-    PROG if a program runs there, else the one program named PROG running elsewhere."""
-    ctx = _context_of(args.target, args.context)
-    if args.context or (ctx / "pid").exists() or ctx != default_context(args.target):
-        return ctx
-    found = _running(args.target)
-    if len(found) > 1:
-        listed = ", ".join(f"pid {p} in {c}" for p, c in found)
-        raise UsageError(
-            f"{len(found)} programs named {args.target} run ({listed}): give --context"
-        )
-    return found[0][1] if found else ctx
-
-
-def cmd_kill(args) -> int:
-    ctx = _kill_context(args)
-    # a program being started (or resumed) writes its pid file within milliseconds
-    deadline = time.monotonic() + 1.0
-    while not (ctx / "pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    try:
-        pid = int((ctx / "pid").read_text())
-    except (FileNotFoundError, ValueError):
-        raise UsageError(f"no program is running in {ctx}") from None
-    try:
-        os.kill(pid, signal.SIGPWR)
-    except ProcessLookupError:
-        raise UsageError(f"no program is running in {ctx} (pid {pid} is gone)") from None
-    if args.wait:
-        deadline = time.monotonic() + args.wait
-        while time.monotonic() < deadline and (ctx / "pid").exists():
-            time.sleep(0.01)
-    print(f"power failure sent to pid {pid} ({ctx})")
-    return EXIT_OK
 
 
 def cmd_info(args) -> int:
@@ -220,12 +145,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--context", help=f"context directory (default {CONTEXT_ROOT}/<program>)")
     r.add_argument("--fresh", action="store_true", help="discard a saved context first")
     r.add_argument("prog", nargs=argparse.REMAINDER, help="-- PROG [ARGS]")
-    r.set_defaults(func=cmd_run)
     k = sub.add_parser("kill", help="emulate a power failure of a running program")
     k.add_argument("target", nargs="?", help="program name or context directory")
     k.add_argument("--context", help="context directory")
     k.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the save")
-    k.set_defaults(func=cmd_kill)
     i = sub.add_parser("info", help="show a context's state")
     i.add_argument("target", help="program name or context directory")
     i.add_argument("--json", action="store_true")
@@ -237,6 +160,9 @@ def run(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "cc":
             return cmd_cc(argv[1:])
+        opts = argv[: argv.index("--")] if "--" in argv else argv
+        if argv and argv[0] in ("run", "kill") and not {"-h", "--help"} & set(opts):
+            return _launch(argv)
         ap = _parser()
         if argv and argv[0] == "run" and "--" in argv:
             i = argv.index("--")

@@ -871,13 +871,23 @@ void wpp_ptimer_restore(int (*tid_of)(int old)) {
       }
       continue;
     }
-    struct itimerspec its = {ns_ts(t->interval_ns), ns_ts(t->value_ns)};
-    if (t->value_ns && syscall(SYS_timer_settime, id, 0, &its, NULL) != 0)
-      wpp_warn("POSIX timer %d cannot be armed again: %s", t->id,
-               strerror(errno));
   }
   while (nfill)
     syscall(SYS_timer_delete, filler[--nfill]);
+}
+
+/* Armed once the threads run on their own masks: a timer's first signal
+ * must not wait on a thread that is still being revived. */
+void wpp_ptimer_arm(void) {
+  struct wpp_hdr *h = wpp_hdr;
+  for (uint32_t i = 0; i < h->nptimer && !wpp_broken("ptimers"); i++) {
+    const struct wpp_ptimer *t = &h->ptimer[i];
+    struct itimerspec its = {ns_ts(t->interval_ns), ns_ts(t->value_ns)};
+    if (t->value_ns && syscall(SYS_timer_settime, t->id, 0, &its, NULL) != 0 &&
+        errno != EINVAL)
+      wpp_warn("POSIX timer %d cannot be armed again: %s", t->id,
+               strerror(errno));
+  }
 }
 
 void wpp_signals_restore(void) {

@@ -950,9 +950,13 @@ static _Noreturn void restore(int fd, int ns, const char *path, int argc,
   check_tables(path);
   warn_new_args(argc, argv);
   wpp_block_brk();
-  sigset_t all;
-  sigfillset(&all);
-  wpp_real.sigmask(SIG_SETMASK, &all, NULL);
+  /* every signal blocked, libc's own too (musl's sigfillset leaves out 32
+   * to 34, SIGTIMER among them): the revived threads inherit this mask
+   * until their own is back, and a timer's SIGTIMER reaching one of them
+   * unblocked would kill the program (or, as pid 1, be dropped and stop
+   * the timer for good) */
+  uint64_t all = ~0ull;
+  sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, 0, 8);
   char *self = (char *)pthread_self();
   int mytid = (int)syscall(SYS_gettid);
   /* From here libc's static data is the saved program's: its locks may be
@@ -996,7 +1000,7 @@ static _Noreturn void restore(int fd, int ns, const char *path, int argc,
   revive_threads(&handler);
   /* the threads wait for revive_go, with every signal blocked until their
    * saved masks are back: what the timers and the pending signals send
-   * now waits for them */
+   * now waits for them (the timers are armed later: wpp_ptimer_arm) */
   wpp_ptimer_restore(tid_now);
   wpp_signals_restore();
   h->restore_ns = now_ns(CLOCK_MONOTONIC) - t0;
@@ -1008,6 +1012,7 @@ static _Noreturn void restore(int fd, int ns, const char *path, int argc,
   /* a power failure during the failure handler waits until it is done */
   while (__atomic_load_n(&revive_go, __ATOMIC_ACQUIRE) != 2)
     futex(&revive_go, FUTEX_WAIT_PRIVATE, 1);
+  wpp_ptimer_arm();
   /* the links kept the files alive until the restore could not fail */
   wpp_fd_cleanup(wpp_dir);
   master_loop();

@@ -275,6 +275,7 @@ WPP_HIDDEN void wpp_fmap_restore(const char *dir);
 /* after the threads are back (a timer may signal one of them); tid_of maps
  * a saved thread id to its id now */
 WPP_HIDDEN void wpp_ptimer_restore(int (*tid_of)(int old));
+WPP_HIDDEN void wpp_ptimer_arm(void); /* once the threads run */
 WPP_HIDDEN void wpp_signals_restore(void);
 /* wrap.c: a call whose result cannot come back after a failure: a warning,
  * once per kind */

@@ -19,7 +19,7 @@
 int main(int argc, char **argv) {
   if (argc < 2)
     return 2;
-  long rounds = argc > 2 ? atol(argv[2]) : 400;
+  long rounds = argc > 2 ? atol(argv[2]) : 5000;
   char data[4096], count[4096];
   snprintf(data, sizeof(data), "%s.data", argv[1]);
   snprintf(count, sizeof(count), "%s.count", argv[1]);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // signalfd.c -- WPP golden test: a signalfd comes back with its mask, and a
 // signal pending for the process at the failure is still pending after it.
-// A sender thread sends SIGUSR1 to the process 10,000 times, each time
+// A sender thread sends SIGUSR1 to the process 5,000 times, each time
 // waiting until the main thread has read it from a signalfd (a signal lost
 // at the failure stalls the sender). SIGUSR1 is blocked, as signalfd needs.
 // Usage: signalfd [signals]
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 static atomic_long acked;
-static long want = 10000;
+static long want = 5000;
 
 static void *sender(void *a) {
   (void)a;
