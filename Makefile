@@ -4,7 +4,7 @@
 # 2 cores). Both run scripts/setup.sh first, which installs what is missing.
 # Longer work has its own targets: `make bench`, `make crashtest-full`
 # (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in
-# `make test` as a CTest test), `make fuzz` (each libFuzzer target of fuzz/
+# `make test`, beside the CLI tests), `make fuzz` (each libFuzzer target of fuzz/
 # for FUZZ_SECONDS, 10 minutes; `make test` runs them for 20 seconds each).
 
 SHELL := /bin/bash
@@ -35,17 +35,21 @@ test: build
 	@$(MAKE) --no-print-directory lint test-runtime test-asan test-cli-fuzz
 	@echo "make test: all passed"
 
-# The CLI tests keep about one core busy: the fuzzers run beside them,
-# niced, on the other; their report follows the tests'.
+# The CLI tests keep about one core busy: the fuzzers and then the benchmark
+# workloads' quick crash tests (bench.crashtest-quick, one workload at a time)
+# run beside them, niced, on the other; their reports follow the tests'.
 test-cli-fuzz:
 	@mkdir -p $(BUILD)/fuzz; \
-	$(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz/test-fuzz.out 2>&1 & fz=$$!; \
+	( $(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz/test-fuzz.out 2>&1; \
+	  f=$$?; nice -n 10 $(VENV)/python bench/crashtest.py --build-dir $(BUILD) --jobs 1 \
+	    >$(BUILD)/fuzz/crashtest-quick.out 2>&1 && exit $$f; exit 1 ) & fz=$$!; \
 	$(MAKE) --no-print-directory test-cli; cli=$$?; \
-	wait $$fz; fuzz=$$?; cat $(BUILD)/fuzz/test-fuzz.out; \
+	wait $$fz; fuzz=$$?; cat $(BUILD)/fuzz/test-fuzz.out $(BUILD)/fuzz/crashtest-quick.out; \
 	test $$cli = 0 && test $$fuzz = 0
 
+# bench.crashtest-quick runs beside the CLI tests (test-cli-fuzz).
 test-runtime:
-	cd $(BUILD) && ctest --output-on-failure -j2
+	cd $(BUILD) && ctest --output-on-failure -j2 -E '^bench\.crashtest-quick$$'
 
 # The runtime and its tests again under AddressSanitizer + UBSan.
 test-asan:
