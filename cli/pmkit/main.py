@@ -262,8 +262,9 @@ def cmd_pool_gc(args) -> int:
 
 def _warn_suspects(n: int, first: str = "") -> None:
     print(
-        f"warning: {n} reachable {'word points' if n == 1 else 'words point'} to free "
-        f"blocks{first}: a lost allocation bit, or "
+        f"warning: {n} reachable "
+        f"{'word points to a free block' if n == 1 else 'words point to free blocks'}{first}: "
+        "a lost allocation bit, or "
         "a pointer the program kept to a block it freed. A lost bit lets the allocator hand "
         "out live data; 'pmkit pool check --repair' marks every reachable block allocated",
         file=sys.stderr,

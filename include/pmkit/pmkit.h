@@ -79,7 +79,9 @@ typedef struct pmkit_pool_opts {
  * invisible to open's bounded validation and is caught only this way. With
  * PMKIT_POOL_VERIFY_OFFSETS, words holding pool offsets are followed too
  * (PMKIT_GC_OFFSETS). The environment variable PMKIT_POOL_VERIFY=1 (or
- * =offsets) sets these flags for every open of the process. */
+ * =offsets) adds these flags to every open of the process; 0 or empty adds
+ * nothing (it never removes a flag the program passes), and any other value
+ * is taken as 1, with a warning. */
 #define PMKIT_POOL_VERIFY 0x2u
 #define PMKIT_POOL_VERIFY_OFFSETS 0x4u
 

@@ -452,13 +452,15 @@ static int verify(pmkit_pool *p, unsigned flags) {
     snprintf(from, sizeof from, "the block at offset %#" PRIx64,
              rep.suspect_from);
   return pmk_err(PMKIT_E_CORRUPT,
-                 "%s: %" PRIu64 " reachable word%s point%s to free blocks, "
+                 "%s: %" PRIu64 " reachable word%s to %s, "
                  "the first to offset %#" PRIx64 " from %s: a lost allocation "
                  "bit, or a pointer the program kept to a block it freed "
                  "('pmkit pool check --repair' marks every reachable block "
                  "allocated)",
-                 p->path, rep.suspects, rep.suspects == 1 ? "" : "s",
-                 rep.suspects == 1 ? "s" : "", rep.suspect_off, from);
+                 p->path, rep.suspects,
+                 rep.suspects == 1 ? " points" : "s point",
+                 rep.suspects == 1 ? "a free block" : "free blocks",
+                 rep.suspect_off, from);
 }
 
 int pmkit_pool_open(const char *path, const pmkit_pool_opts *opts,

@@ -1119,7 +1119,6 @@ int wpp_main(int argc, char **argv, char **envp) {
   wpp_block_brk();
   persist_static_data(fd);
   wpp_on = 1;
-  wpp_ctxfd = fd;
   copy_args(argc, argv, envp);
   /* the program's threads never take SIGPWR (blocked above, inherited):
    * the master waits for it */

@@ -266,18 +266,25 @@ def test_sigterm_ends_the_program(work, progs):
     assert r.returncode == 2 and "ended without a save" in r.stderr
 
 
+def _build_c(work: Path, name: str, source: str) -> Path:
+    """A program of the test's own, written to work/NAME.c and built with pmkit wpp cc."""
+    src, exe = work / f"{name}.c", work / name
+    src.write_text(source)
+    subprocess.run(g.pmkit("wpp", "cc", str(src), "-o", str(exe)), check=True)
+    return exe
+
+
 def test_fork_and_exec_fail_loudly(work):
-    src = work / "forker.c"
-    src.write_text(
+    exe = _build_c(
+        work,
+        "forker",
         "#include <errno.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
         "int main(void) {\n"
         '  pid_t p = fork(); printf("fork %d %d\\n", (int)p, p < 0 ? errno == ENOTSUP : 0);\n'
         '  int s = system("true"); printf("system %d\\n", s);\n'
         '  execl("/bin/true", "true", (char *)0); printf("exec %d\\n", errno == ENOTSUP);\n'
-        "  return 0;\n}\n"
+        "  return 0;\n}\n",
     )
-    exe = work / "forker"
-    subprocess.run(g.pmkit("wpp", "cc", str(src), "-o", str(exe)), check=True)
     r = _run(exe, work / "forker-ctx")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["fork -1 1", "system -1", "exec 1"]
@@ -290,8 +297,9 @@ def test_fork_and_exec_fail_loudly(work):
 def test_what_cannot_come_back_is_said_at_creation(work):
     """inotify, memfd and System V IPC work under WPP, and the program is warned when it makes
     one (once per kind), not after a restore; natively nothing is said."""
-    src = work / "unkept.c"
-    src.write_text(
+    exe = _build_c(
+        work,
+        "unkept",
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <sys/inotify.h>\n"
         "#include <sys/ipc.h>\n#include <sys/mman.h>\n#include <sys/sem.h>\n"
         "#include <sys/shm.h>\n"
@@ -300,10 +308,8 @@ def test_what_cannot_come_back_is_said_at_creation(work):
         "  int s = semget(IPC_PRIVATE, 1, 0600), h = shmget(IPC_PRIVATE, 4096, 0600);\n"
         "  semctl(s, 0, IPC_RMID); shmctl(h, IPC_RMID, 0);\n"
         '  printf("%d %d %d %d %d\\n", a >= 0, b >= 0, m >= 0, s >= 0, h >= 0);\n'
-        "  return 0;\n}\n"
+        "  return 0;\n}\n",
     )
-    exe = work / "unkept"
-    subprocess.run(g.pmkit("wpp", "cc", str(src), "-o", str(exe)), check=True)
     r = _run(exe, work / "unkept-ctx")
     assert r.returncode == 0 and r.stdout == "1 1 1 1 1\n", r
     said = [ln for ln in r.stderr.splitlines() if "cannot come back after a power failure" in ln]
