@@ -4,8 +4,10 @@
 # 2 cores). Both run scripts/setup.sh first, which installs what is missing.
 # Longer work has its own targets: `make bench`, `make crashtest-full`
 # (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in
-# `make test`, beside the CLI tests), `make fuzz` (each libFuzzer target of fuzz/
-# for FUZZ_SECONDS, 10 minutes; `make test` runs them for 20 seconds each).
+# `make test`, beside the CLI tests), `make test-real` (programs from Debian's
+# source packages built with pmkit; a quick subset runs in `make test`),
+# `make fuzz` (each libFuzzer target of fuzz/ for FUZZ_SECONDS, 10 minutes;
+# `make test` runs them for 20 seconds each).
 
 SHELL := /bin/bash
 VENV := $(CURDIR)/.venv/bin
@@ -15,7 +17,7 @@ CLANG_FORMAT := clang-format-16
 C_SOURCES = $(shell git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null)
 
 .PHONY: all setup build demo test test-runtime test-asan test-passes test-cli test-cli-fuzz \
-        lint format bench crashtest-quick crashtest-full install clean \
+        lint format bench crashtest-quick crashtest-full test-real install clean \
         fuzz test-fuzz fuzz-run
 
 all: build
@@ -35,16 +37,20 @@ test: build
 	@$(MAKE) --no-print-directory lint test-runtime test-asan test-cli-fuzz
 	@echo "make test: all passed"
 
-# The CLI tests keep about one core busy: the fuzzers and then the benchmark
-# workloads' quick crash tests (bench.crashtest-quick, one workload at a time)
-# run beside them, niced, on the other; their reports follow the tests'.
+# The CLI tests keep about one core busy: the fuzzers, then the benchmark
+# workloads' quick crash tests (bench.crashtest-quick, one workload at a time),
+# then the real programs' quick subset (tests/real) run beside them, niced, on
+# the other; their reports follow the tests'.
 test-cli-fuzz:
 	@mkdir -p $(BUILD)/fuzz; \
 	( $(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz/test-fuzz.out 2>&1; \
 	  f=$$?; nice -n 10 $(VENV)/python bench/crashtest.py --build-dir $(BUILD) --jobs 1 \
-	    >$(BUILD)/fuzz/crashtest-quick.out 2>&1 && exit $$f; exit 1 ) & fz=$$!; \
+	    >$(BUILD)/fuzz/crashtest-quick.out 2>&1 || f=1; \
+	  nice -n 10 $(VENV)/python tests/real/realtier.py --quick \
+	    >$(BUILD)/fuzz/real-quick.out 2>&1 || f=1; exit $$f ) & fz=$$!; \
 	$(MAKE) --no-print-directory test-cli; cli=$$?; \
-	wait $$fz; fuzz=$$?; cat $(BUILD)/fuzz/test-fuzz.out $(BUILD)/fuzz/crashtest-quick.out; \
+	wait $$fz; fuzz=$$?; \
+	cat $(BUILD)/fuzz/test-fuzz.out $(BUILD)/fuzz/crashtest-quick.out $(BUILD)/fuzz/real-quick.out; \
 	test $$cli = 0 && test $$fuzz = 0
 
 # bench.crashtest-quick runs beside the CLI tests (test-cli-fuzz).
@@ -92,6 +98,12 @@ bench: build
 # every crash point of the key-value store's workload (about 10 minutes).
 crashtest-quick: build
 	$(VENV)/python bench/crashtest.py --build-dir $(BUILD)
+
+# Programs from Debian's source packages (tests/real/realtier.py: fetched into
+# .cache/debsrc through the project's own apt configuration, built with pmkit,
+# checked); `make test` runs the quick subset.
+test-real: build
+	$(VENV)/python tests/real/realtier.py --json $(BUILD)/real-results.json
 
 crashtest-full: build
 	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 PMKIT_CRASH_SECONDS=1800 \

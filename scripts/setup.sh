@@ -10,10 +10,12 @@ cd "$(dirname "$0")/.."
 
 # lld-16: the linker of whole-program builds (LTO runs the pmkit passes).
 # libclang-rt-16-dev: the sanitizer runtimes, and libFuzzer for clang-16's
-# -fsanitize=fuzzer (the fuzz/ targets).
+# -fsanitize=fuzzer (the fuzz/ targets). dpkg-dev, autoconf, automake, libtool:
+# unpacking and building Debian's source packages as Debian does (tests/real).
 PKGS=(build-essential cmake ninja-build git pkg-config python3 python3-venv
       clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16 lld-16
-      libpmemobj-dev libpmem-dev musl-tools valgrind)
+      libpmemobj-dev libpmem-dev musl-tools valgrind
+      dpkg-dev autoconf automake libtool debian-archive-keyring)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -9,6 +9,8 @@
 // acknowledged writes that were lost. Prints one line of JSON.
 // Usage: kvclient PORT [-t threads] [-n ops per thread] [-k keys per thread]
 //                      [-w write percent] [-d seconds instead of -n]
+//                      [-T seconds: a request unanswered this long on an open
+//                       connection is a stuck server, exit 3; default 30]
 //        kvclient -s "SERVER ARGS" [options]   starts the server itself
 //                      (reading its port from its first line), stops it
 //                      with "Q" at the end: one benchmark run (bench/run.py)
@@ -23,13 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static int port, nthreads = 4, keys = 2000, wpct = 50;
 static long ops = 20000;
-static double duration;
+static double duration, stall = 30;
 
 struct client {
   int id, fd;
@@ -57,6 +60,9 @@ static void dial(struct client *c) {
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      struct timeval tv = {
+          (time_t)stall, (suseconds_t)((stall - (double)(time_t)stall) * 1e6)};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       c->fd = fd;
       c->have = 0;
       return;
@@ -87,6 +93,13 @@ static int call(struct client *c, const char *req, char *ans, size_t cap) {
     ssize_t r = recv(c->fd, c->in + c->have, sizeof(c->in) - c->have, 0);
     if (r < 0 && errno == EINTR)
       continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      fprintf(stderr,
+              "kvclient: no answer in %g s on an open connection: the "
+              "server is stuck\n",
+              stall);
+      exit(3);
+    }
     if (r <= 0)
       return -1;
     c->have += (size_t)r;
@@ -156,7 +169,7 @@ int main(int argc, char **argv) {
     port = atoi(argv[1]);
     optind = 2;
   }
-  while ((opt = getopt(argc, argv, "t:n:k:w:d:s:")) != -1) {
+  while ((opt = getopt(argc, argv, "t:n:k:w:d:s:T:")) != -1) {
     if (opt == 's')
       spawn = optarg;
     else if (opt == 't')
@@ -169,6 +182,8 @@ int main(int argc, char **argv) {
       wpct = atoi(optarg);
     else if (opt == 'd')
       duration = atof(optarg);
+    else if (opt == 'T')
+      stall = atof(optarg);
     else
       return 2;
   }

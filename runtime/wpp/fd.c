@@ -559,14 +559,16 @@ int wpp_fd_restore(const char *dir) {
     case WPP_FD_EPOLL:
       fd = high(epoll_create1(EPOLL_CLOEXEC));
       break;
+    /* PMKIT_WPP_BREAK=unknown: the old behaviour, these come back as dead
+       sockets (a test) */
     case WPP_FD_EVENTFD:
-      fd = rebuild_eventfd(f);
+      fd = wpp_broken("unknown") ? dead_socket() : rebuild_eventfd(f);
       break;
     case WPP_FD_TIMERFD:
-      fd = rebuild_timerfd(f);
+      fd = wpp_broken("unknown") ? dead_socket() : rebuild_timerfd(f);
       break;
     case WPP_FD_SIGNALFD:
-      fd = rebuild_signalfd(f);
+      fd = wpp_broken("unknown") ? dead_socket() : rebuild_signalfd(f);
       break;
     case WPP_FD_DUP:
       if (broken_dup(f)) /* the old behaviour: a separate file */

@@ -200,6 +200,24 @@ def build_kv(outdir: Path) -> tuple[Path, Path]:
     return server, client
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and all its descendants (a WPP program runs as the
+    child of its supervisor), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            for t in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (t / "children").read_text().split()]
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def kv_trial(
     server: Path,
     client: Path,
@@ -207,11 +225,16 @@ def kv_trial(
     rng: random.Random,
     ops: int = 40000,
     persist: bool = True,
+    check=None,
+    stop_with_term: bool = False,
 ):
     """The server under WPP, a client of 4 connections driving it, 1-3 power failures at
     random times, the server restarted after each. Returns (ok, restores, why): the client
     must find every acknowledged write, and the server must end cleanly with an empty context.
-    persist=False runs the server without WPP (the control: a restart starts empty)."""
+    persist=False runs the server without WPP (the control: a restart starts empty).
+    check(port, pid) runs once the client is done, before the server is stopped, and returns
+    a problem or None; stop_with_term stops the server with SIGTERM (its own handler) instead
+    of the protocol's "Q"."""
     import socket
 
     ctx = scratch / "kvctx"
@@ -242,26 +265,36 @@ def kv_trial(
             return False, restores, f"server exit {srv.returncode} at a failure"
         restores += 1
         # (a resumed server ignores its arguments; a fresh one needs the port again)
-        srv = subprocess.Popen([str(server), "-t", "2", "-p", str(port)], stderr=log, env=env)
+        srv = subprocess.Popen(
+            [str(server), "-t", "2", "-p", str(port)], stdout=log, stderr=log, env=env
+        )
     out, err = cli.communicate(timeout=120)
     # The client may end while a restarted server is still restoring, before it listens again:
     # retry while it runs (a server that died instead is reported below by its exit status).
     deadline = time.monotonic() + 10
+    problem = None
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                s.sendall(b"Q\n")
-                s.recv(16)
+                if check:
+                    problem = check(port, srv.pid)
+                if not stop_with_term:
+                    s.sendall(b"Q\n")
+                    s.recv(16)
             break
         except ConnectionRefusedError:
             if srv.poll() is not None or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
+    if stop_with_term:
+        srv.send_signal(signal.SIGTERM)
     srv.wait(timeout=30)
     log.close()
     left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
     if cli.returncode != 0:
         return False, restores, f"client: {out.strip()} {err.strip()}"
+    if problem:
+        return False, restores, problem
     if srv.returncode != 0 or left:
         return False, restores, f"server exit {srv.returncode}, context {left}"
     return True, restores, out.strip()
