@@ -15,9 +15,12 @@
  * offset. wpp_kobj_save then records the POSIX timers (/proc/self/timers),
  * the mappings of files (/proc/self/maps) and the signals pending for the
  * process. The restore rebuilds each at the same number, id or address.
- * Connected sockets cannot come back: they return as a socket whose peer has
- * gone (reads see end of file, writes EPIPE), which a server handles as a
- * client that went away; so does any other descriptor (inotify, fanotify,
+ * An AF_UNIX socket whose peer the program also holds (a socketpair, or both
+ * ends of a local connection; the peer is asked of sock_diag) comes back as a
+ * pair again, with the bytes or messages that were queued to each end.
+ * Other connected sockets cannot come back: they return as a socket whose
+ * peer has gone (reads see end of file, writes EPIPE), which a server handles
+ * as a client that went away; so does any other descriptor (inotify, fanotify,
  * a memfd), whose creation the program was warned of (wrap.c). 0, 1 and 2
  * are the new run's own.
  *
@@ -100,7 +103,98 @@ static void save_epoll(int num, const char *info) {
   }
 }
 
-static void save_socket(struct wpp_fd *f, int num) {
+/* The inode of the socket at the other end of a connected AF_UNIX socket,
+ * asked of the kernel's socket diagnostics (sock_diag, as `ss -x` does); 0 if
+ * it has none or the kernel does not say. The structures are Linux's
+ * (linux/netlink.h, linux/unix_diag.h), which musl does not ship. */
+static uint32_t unix_peer(uint32_t ino) {
+  struct {
+    uint32_t len;
+    uint16_t type, flags;
+    uint32_t seq, pid;
+    uint8_t family, protocol;
+    uint16_t pad;
+    uint32_t states, ino, show, cookie[2];
+  } q = {sizeof(q),
+         20 /* SOCK_DIAG_BY_FAMILY */,
+         1 /* NLM_F_REQUEST */,
+         1,
+         0,
+         AF_UNIX,
+         0,
+         0,
+         ~0u,
+         ino,
+         4 /* UDIAG_SHOW_PEER */,
+         {~0u, ~0u}};
+  int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 4 /* SOCK_DIAG */);
+  if (s < 0)
+    return 0;
+  unsigned char r[1024];
+  uint32_t peer = 0, len;
+  uint16_t type, alen, atype;
+  ssize_t n = send(s, &q, sizeof(q), 0) == (ssize_t)sizeof(q)
+                  ? recv(s, r, sizeof(r), 0)
+                  : -1;
+  close(s);
+  if (n < 32)
+    return 0;
+  memcpy(&len, r, 4);
+  memcpy(&type, r + 4, 2);
+  if (type != 20 || len > (uint32_t)n)
+    return 0;
+  /* netlink header (16 bytes), unix_diag_msg (16), then attributes */
+  for (uint32_t off = 32; off + 4 <= len; off += (alen + 3u) & ~3u) {
+    memcpy(&alen, r + off, 2);
+    memcpy(&atype, r + off + 2, 2);
+    if (alen < 4 || off + alen > len)
+      break;
+    if (atype == 2 /* UNIX_DIAG_PEER */ && alen >= 8)
+      memcpy(&peer, r + off + 4, 4);
+  }
+  return peer;
+}
+
+/* A socket pair's queued data, taken out of it into the pipe buffer: a
+ * stream's bytes, or each message as its 4-byte length and its bytes. */
+static void save_queued(struct wpp_fd *f, int num, uint64_t *used) {
+  char *base = (char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF);
+  int stream = f->type == SOCK_STREAM, said = 0;
+  uint64_t start = *used;
+  for (;;) {
+    int avail = 0; /* a stream: every byte queued; else the next message */
+    if (ioctl(num, FIONREAD, &avail) != 0 || avail < 0 || (stream && !avail))
+      break;
+    uint64_t need = (uint64_t)avail + (stream ? 0 : 4);
+    if (*used + need > WPP_PIPEBUF_MAX ||
+        wpp_reserve(WPP_PIPEBUF_OFF + *used, need ? need : 1)) {
+      wpp_warn("socket pair %d: %d queued bytes do not fit the context%s; "
+               "dropped",
+               num, avail,
+               *used + need > WPP_PIPEBUF_MAX ? "" : " (file system full)");
+      break;
+    }
+    struct iovec iov = {base + *used + (stream ? 0 : 4), (size_t)avail};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    ssize_t got = recvmsg(num, &m, MSG_DONTWAIT);
+    if (got < 0 || (stream && got == 0))
+      break;
+    if ((m.msg_flags & MSG_CTRUNC) && !said++)
+      wpp_warn("socket pair %d: descriptors or credentials sent with its "
+               "queued data are lost",
+               num);
+    if (!stream) {
+      uint32_t l = (uint32_t)got;
+      memcpy(base + *used, &l, 4);
+      *used += 4;
+    }
+    *used += (uint64_t)got;
+  }
+  f->pipe_off = start;
+  f->pipe_len = (uint32_t)(*used - start);
+}
+
+static void save_socket(struct wpp_fd *f, int num, uint64_t *used) {
   socklen_t l = sizeof(int);
   int acc = 0;
   getsockopt(num, SOL_SOCKET, SO_DOMAIN, &f->domain, &l);
@@ -118,6 +212,11 @@ static void save_socket(struct wpp_fd *f, int num) {
     f->kind = WPP_FD_LISTEN;
     f->addrlen = al;
     f->backlog = SOMAXCONN;
+  } else if (f->domain == AF_UNIX && (f->peer = unix_peer((uint32_t)f->ino))) {
+    f->kind = WPP_FD_SOCKPAIR; /* a pair if the peer is among ours (restore) */
+    l = sizeof(int);
+    getsockopt(num, SOL_SOCKET, SO_SNDBUF, &f->sndbuf, &l);
+    save_queued(f, num, used);
   } else {
     f->kind = WPP_FD_SOCKET;
   }
@@ -317,7 +416,7 @@ void wpp_fd_save(void) {
       } else if (S_ISFIFO(st.st_mode) && !strncmp(target, "pipe:", 5)) {
         save_pipe(f, num, &pipebuf);
       } else if (S_ISSOCK(st.st_mode)) {
-        save_socket(f, num);
+        save_socket(f, num, &pipebuf);
       } else if (strstr(target, "[eventpoll]")) {
         f->kind = WPP_FD_EPOLL;
         save_epoll(num, info);
@@ -461,6 +560,82 @@ static void rebuild_pipe(struct wpp_fd *f, int i) {
   close(p[1]);
 }
 
+/* Queue a socket pair end's saved bytes or messages into the other end, to
+ * arrive where they were waiting. The sending end's buffer is made as big as
+ * they need for the time being (a message costs about a kilobyte of it beyond
+ * its bytes), then given back the size it had. */
+static void refill(int to, const struct wpp_fd *to_end,
+                   const struct wpp_fd *f) {
+  const char *p = (const char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF +
+                                            f->pipe_off),
+             *end = p + f->pipe_len;
+  if (!f->pipe_len || wpp_broken("sockbytes"))
+    return;
+  uint64_t need = 2ull * f->pipe_len + (1u << 16);
+  for (const char *q = p; f->type != SOCK_STREAM && q + 4 <= end;) {
+    uint32_t l;
+    memcpy(&l, q, 4);
+    q += 4 + l;
+    need += 1024;
+  }
+  int half = need / 2 > INT32_MAX ? INT32_MAX : (int)(need / 2);
+  if (setsockopt(to, SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof(half)) != 0)
+    setsockopt(to, SOL_SOCKET, SO_SNDBUF, &half, sizeof(half));
+  while (p < end) {
+    uint32_t l = (uint32_t)(end - p);
+    if (f->type != SOCK_STREAM) {
+      memcpy(&l, p, 4);
+      p += 4;
+    }
+    if (send(to, p, l, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)l) {
+      wpp_warn("socket pair %d: %ld queued bytes do not fit back: %s", f->num,
+               (long)(end - p), strerror(errno));
+      break;
+    }
+    p += l;
+  }
+  half = to_end->sndbuf / 2; /* Linux doubles what it is given */
+  if (half > 0)
+    setsockopt(to, SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof(half));
+}
+
+/* Both ends of a socket pair the program held, with what was queued to each;
+ * an end whose peer is elsewhere (another process, or closed) comes back as
+ * a socket whose peer has gone. */
+static void rebuild_sockpair(struct wpp_fd *f) {
+  struct wpp_hdr *h = wpp_hdr;
+  struct wpp_fd *g = NULL;
+  int sv[2] = {-1, -1};
+  for (uint32_t j = 0; j < h->nfd && !wpp_broken("sockpairs"); j++)
+    if (h->fd[j].kind == WPP_FD_SOCKPAIR && h->fd[j].ino == f->peer &&
+        h->fd[j].peer == f->ino && &h->fd[j] != f)
+      g = &h->fd[j];
+  if (g && socketpair(AF_UNIX, f->type | SOCK_CLOEXEC, 0, sv) != 0) {
+    wpp_warn("socket pair %d-%d cannot be rebuilt: %s", f->num, g->num,
+             strerror(errno));
+    g = NULL;
+  }
+  if (!g) {
+    if (place(dead_socket(), f) != 0)
+      wpp_warn("descriptor %d cannot be recreated", f->num);
+    f->kind = -f->kind;
+    return;
+  }
+  sv[0] = high(sv[0]);
+  sv[1] = high(sv[1]);
+  refill(sv[1], g, f); /* what waited to be read at f */
+  refill(sv[0], f, g);
+  struct wpp_fd *ends[2] = {f, g};
+  for (int k = 0; k < 2; k++) {
+    if (place(sv[k], ends[k]) != 0)
+      wpp_warn("socket pair %d cannot be placed: %s", ends[k]->num,
+               strerror(errno));
+    else if (ends[k]->flags & O_NONBLOCK)
+      fcntl(ends[k]->num, F_SETFL, O_NONBLOCK);
+    ends[k]->kind = -ends[k]->kind; /* done; flipped back below */
+  }
+}
+
 /* The entry of the descriptor a WPP_FD_DUP shares (itself if none). */
 static uint32_t dup_index(const struct wpp_fd *f) {
   struct wpp_hdr *h = wpp_hdr;
@@ -569,6 +744,9 @@ int wpp_fd_restore(const char *dir) {
       break;
     case WPP_FD_SIGNALFD:
       fd = wpp_broken("unknown") ? dead_socket() : rebuild_signalfd(f);
+      break;
+    case WPP_FD_SOCKPAIR:
+      rebuild_sockpair(f);
       break;
     case WPP_FD_DUP:
       if (broken_dup(f)) /* the old behaviour: a separate file */

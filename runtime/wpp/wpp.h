@@ -29,7 +29,7 @@
 #define WPP_HIDDEN __attribute__((visibility("hidden")))
 
 #define WPP_MAGIC 0x31305050574b4d50ull /* "PMKWPP01" */
-#define WPP_VERSION 2u
+#define WPP_VERSION 3u
 #define WPP_BASE 0x100000000000ull
 #define WPP_SIZE (32ull << 30)
 #define WPP_PAGE 4096ull
@@ -77,6 +77,9 @@ enum wpp_fd_kind {
   WPP_FD_EVENTFD,  /* rebuilt with its counter and EFD_SEMAPHORE */
   WPP_FD_TIMERFD,  /* rebuilt armed: remaining time, interval, unread ticks */
   WPP_FD_SIGNALFD, /* rebuilt with its mask */
+  WPP_FD_SOCKPAIR, /* an AF_UNIX socket whose peer the program also holds
+                      (socketpair, or both ends of a local connection):
+                      rebuilt as a pair, with the bytes or messages queued */
 };
 
 /* A lock held through an open file (fdinfo "lock:"), taken again at a
@@ -103,10 +106,10 @@ struct wpp_fd {
   int64_t offset;  /* file offset at the save */
   char path[1024]; /* files: where it was */
   uint32_t addrlen;
-  uint32_t pipe_len; /* saved unread bytes, read ends */
+  uint32_t pipe_len; /* saved unread bytes: read ends, socket pairs */
   uint64_t pipe_off; /* where those bytes are, from WPP_PIPEBUF_OFF */
   int32_t pipe_size; /* F_GETPIPE_SZ */
-  int32_t pad3;
+  int32_t sndbuf;    /* socket pairs: SO_SNDBUF */
   uint8_t addr[112]; /* bound address, listening sockets */
   int32_t reuse;     /* SO_REUSEADDR */
   int32_t dup_of;    /* WPP_FD_DUP: the descriptor whose open file it shares */
@@ -118,6 +121,7 @@ struct wpp_fd {
   int32_t nlock;
   int64_t value_ns, interval_ns; /* timerfd: next expiry (see fd.c), period */
   uint64_t sigmask;              /* signalfd */
+  uint64_t peer;                 /* WPP_FD_SOCKPAIR: the other end's inode */
   struct wpp_lock lock[WPP_FD_LOCKS];
 };
 

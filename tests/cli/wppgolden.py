@@ -54,6 +54,7 @@ PROGRAMS = {
     "dupfd": Program("dupfd", ["{out}"], timeout=10, quick=2),
     "flock": Program("flock", ["{out}"], timeout=10, quick=2),
     "fmap": Program("fmap", ["{out}"], timeout=10, quick=2),
+    "sockpair": Program("sockpair", timeout=10, quick=2),
 }
 
 
@@ -133,7 +134,12 @@ def trial(
         restores += 1
     left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
     if rc != 0:
-        return Trial(False, restores, sent, f"exit {rc}; stderr: {errs.decode()[-400:]}")
+        return Trial(
+            False,
+            restores,
+            sent,
+            f"exit {rc}; stdout ends {out[-120:]!r}; stderr: {errs.decode()[-400:]}",
+        )
     if out != want:
         return Trial(False, restores, sent, f"stdout differs: {out[-200:]!r} vs {want[-200:]!r}")
     if left:
