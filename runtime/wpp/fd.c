@@ -18,11 +18,13 @@
  * An AF_UNIX socket whose peer the program also holds (a socketpair, or both
  * ends of a local connection; the peer is asked of sock_diag) comes back as a
  * pair again, with the bytes or messages that were queued to each end.
- * Other connected sockets cannot come back: they return as a socket whose
- * peer has gone (reads see end of file, writes EPIPE), which a server handles
- * as a client that went away; so does any other descriptor (inotify, fanotify,
- * a memfd), whose creation the program was warned of (wrap.c). 0, 1 and 2
- * are the new run's own.
+ * Datagram sockets (UDP, AF_UNIX) come back bound to their address and
+ * connected to their peer; the datagrams queued in them are lost, as a
+ * network loses those in transit. Other connected sockets cannot come back:
+ * they return as a socket whose peer has gone (reads see end of file, writes
+ * EPIPE), which a server handles as a client that went away; so does any other
+ * descriptor (inotify, fanotify, a memfd), whose creation the program was
+ * warned of (wrap.c). 0, 1 and 2 are the new run's own.
  *
  * The master thread runs this while the program's threads are stopped, some
  * perhaps inside malloc or stdio: nothing here allocates or takes a libc lock.
@@ -31,6 +33,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -206,17 +211,27 @@ static void save_socket(struct wpp_fd *f, int num, uint64_t *used) {
   getsockopt(num, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l);
   l = sizeof(int);
   getsockopt(num, SOL_SOCKET, SO_REUSEADDR, &f->reuse, &l);
-  socklen_t al = sizeof(f->addr);
-  if (acc && getsockname(num, (struct sockaddr *)f->addr, &al) == 0 &&
-      al <= sizeof(f->addr)) {
-    f->kind = WPP_FD_LISTEN;
+  l = sizeof(int);
+  getsockopt(num, SOL_SOCKET, SO_REUSEPORT, &f->reuseport, &l);
+  l = sizeof(int);
+  getsockopt(num, SOL_SOCKET, SO_BROADCAST, &f->broadcast, &l);
+  socklen_t al = sizeof(f->addr), pl = sizeof(f->peer_addr);
+  if (getsockname(num, (struct sockaddr *)f->addr, &al) == 0 &&
+      al <= sizeof(f->addr))
     f->addrlen = al;
+  if (getpeername(num, (struct sockaddr *)f->peer_addr, &pl) == 0 &&
+      pl <= sizeof(f->peer_addr))
+    f->peer_addrlen = pl;
+  if (acc && f->addrlen) {
+    f->kind = WPP_FD_LISTEN;
     f->backlog = SOMAXCONN;
   } else if (f->domain == AF_UNIX && (f->peer = unix_peer((uint32_t)f->ino))) {
     f->kind = WPP_FD_SOCKPAIR; /* a pair if the peer is among ours (restore) */
     l = sizeof(int);
     getsockopt(num, SOL_SOCKET, SO_SNDBUF, &f->sndbuf, &l);
     save_queued(f, num, used);
+  } else if (f->type == SOCK_DGRAM) {
+    f->kind = WPP_FD_DGRAM; /* what was queued in it is lost, as in transit */
   } else {
     f->kind = WPP_FD_SOCKET;
   }
@@ -501,14 +516,74 @@ static int reopen_file(const struct wpp_fd *f, const char *dir) {
   return high(fd);
 }
 
+/* Bind to the saved address again. A socket file the dead process left at an
+ * AF_UNIX path is removed first, if nothing answers at it. */
+static int bind_again(int fd, const struct wpp_fd *f) {
+  const struct sockaddr *a = (const struct sockaddr *)f->addr;
+  if (bind(fd, a, f->addrlen) == 0)
+    return 0;
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+  struct stat st;
+  if (errno != EADDRINUSE || f->domain != AF_UNIX || f->addrlen <= off + 1 ||
+      f->addr[off] == 0) /* not a path (an abstract name) */
+    return -1;
+  memcpy(path, f->addr + off, f->addrlen - off);
+  path[f->addrlen - off] = 0;
+  if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+    return -1;
+  int probe = socket(AF_UNIX, f->type | SOCK_CLOEXEC, 0);
+  int alive = probe >= 0 && connect(probe, a, f->addrlen) == 0;
+  if (probe >= 0)
+    close(probe);
+  if (alive || unlink(path) != 0) {
+    errno = EADDRINUSE;
+    return -1;
+  }
+  return bind(fd, a, f->addrlen);
+}
+
+/* A datagram socket: bound where it was (unless it never was), connected to
+ * the peer it had, with its options. */
+static int rebuild_dgram(const struct wpp_fd *f) {
+  int fd = socket(f->domain, f->type | SOCK_CLOEXEC, f->proto);
+  if (fd < 0)
+    return -1;
+  int on = 1, bound = 1;
+  if (f->reuse)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (f->reuseport)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+  if (f->broadcast)
+    setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof(on));
+  if (f->domain == AF_UNIX) /* unnamed: nothing to bind */
+    bound = f->addrlen > offsetof(struct sockaddr_un, sun_path);
+  else if (f->domain == AF_INET)
+    bound = ((const struct sockaddr_in *)(const void *)f->addr)->sin_port != 0;
+  else if (f->domain == AF_INET6)
+    bound =
+        ((const struct sockaddr_in6 *)(const void *)f->addr)->sin6_port != 0;
+  if ((bound && f->addrlen && bind_again(fd, f) != 0) ||
+      (f->peer_addrlen && connect(fd, (const struct sockaddr *)f->peer_addr,
+                                  f->peer_addrlen) != 0)) {
+    wpp_warn("datagram socket %d cannot be %s again: %s", f->num,
+             errno == EADDRINUSE ? "bound to its address" : "connected",
+             strerror(errno));
+    close(fd);
+    return dead_socket();
+  }
+  if (f->flags & O_NONBLOCK)
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+  return high(fd);
+}
+
 static int rebuild_listener(const struct wpp_fd *f) {
   int fd = socket(f->domain, f->type | SOCK_CLOEXEC, f->proto);
   int one = 1;
   if (fd < 0)
     return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, (const struct sockaddr *)f->addr, f->addrlen) != 0 ||
-      listen(fd, f->backlog) != 0) {
+  if (bind_again(fd, f) != 0 || listen(fd, f->backlog) != 0) {
     wpp_warn("listening socket %d cannot be rebuilt: %s", f->num,
              strerror(errno));
     close(fd);
@@ -615,6 +690,8 @@ static void rebuild_sockpair(struct wpp_fd *f) {
              strerror(errno));
     g = NULL;
   }
+  if (!g && f->type == SOCK_DGRAM && !wpp_broken("sockpairs"))
+    return; /* connected to another's socket: rebuilt with the datagram ones */
   if (!g) {
     if (place(dead_socket(), f) != 0)
       wpp_warn("descriptor %d cannot be recreated", f->num);
@@ -748,6 +825,8 @@ int wpp_fd_restore(const char *dir) {
     case WPP_FD_SOCKPAIR:
       rebuild_sockpair(f);
       break;
+    case WPP_FD_DGRAM: /* below, once every socket is bound */
+      break;
     case WPP_FD_DUP:
       if (broken_dup(f)) /* the old behaviour: a separate file */
         fd = reopen_file(&h->fd[dup_index(f)], dir);
@@ -763,6 +842,18 @@ int wpp_fd_restore(const char *dir) {
       wpp_warn("descriptor %d cannot be recreated: %s", f->num,
                strerror(errno));
   }
+  /* datagram sockets, the bound ones before those connected to them */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t i = 0; i < h->nfd; i++) {
+      struct wpp_fd *f = &h->fd[i];
+      if ((f->kind != WPP_FD_DGRAM && f->kind != WPP_FD_SOCKPAIR) ||
+          (f->peer_addrlen != 0) != pass)
+        continue;
+      int fd = wpp_broken("dgrams") ? dead_socket() : rebuild_dgram(f);
+      if (place(fd, f) != 0)
+        wpp_warn("descriptor %d cannot be recreated: %s", f->num,
+                 strerror(errno));
+    }
   for (uint32_t i = 0; i < h->nfd; i++)
     if (h->fd[i].kind < 0)
       h->fd[i].kind = -h->fd[i].kind;

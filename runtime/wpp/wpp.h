@@ -80,6 +80,8 @@ enum wpp_fd_kind {
   WPP_FD_SOCKPAIR, /* an AF_UNIX socket whose peer the program also holds
                       (socketpair, or both ends of a local connection):
                       rebuilt as a pair, with the bytes or messages queued */
+  WPP_FD_DGRAM,    /* a datagram socket (UDP, AF_UNIX) otherwise: a new one
+                      bound to its address, connected to its peer */
 };
 
 /* A lock held through an open file (fdinfo "lock:"), taken again at a
@@ -112,12 +114,16 @@ struct wpp_fd {
   int32_t sndbuf;    /* socket pairs: SO_SNDBUF */
   uint8_t addr[112]; /* bound address, listening sockets */
   int32_t reuse;     /* SO_REUSEADDR */
-  int32_t dup_of;    /* WPP_FD_DUP: the descriptor whose open file it shares */
-  uint64_t dev;      /* with ino: candidates for a shared open file */
-  uint64_t count;    /* eventfd: the counter; timerfd: unread expirations */
-  int32_t sem;       /* eventfd: EFD_SEMAPHORE */
-  int32_t clockid;   /* timerfd */
-  int32_t tflags;    /* timerfd: TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET */
+  int32_t reuseport,
+      broadcast; /* datagram sockets: SO_REUSEPORT, SO_BROADCAST */
+  uint32_t peer_addrlen;
+  uint8_t peer_addr[112]; /* datagram sockets: the connected peer */
+  int32_t dup_of;  /* WPP_FD_DUP: the descriptor whose open file it shares */
+  uint64_t dev;    /* with ino: candidates for a shared open file */
+  uint64_t count;  /* eventfd: the counter; timerfd: unread expirations */
+  int32_t sem;     /* eventfd: EFD_SEMAPHORE */
+  int32_t clockid; /* timerfd */
+  int32_t tflags;  /* timerfd: TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET */
   int32_t nlock;
   int64_t value_ns, interval_ns; /* timerfd: next expiry (see fd.c), period */
   uint64_t sigmask;              /* signalfd */

@@ -55,6 +55,7 @@ PROGRAMS = {
     "flock": Program("flock", ["{out}"], timeout=10, quick=2),
     "fmap": Program("fmap", ["{out}"], timeout=10, quick=2),
     "sockpair": Program("sockpair", timeout=10, quick=2),
+    "udp": Program("udp", ["{out}"], timeout=10, quick=2),
 }
 
 
