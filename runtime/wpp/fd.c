@@ -543,6 +543,19 @@ static int bind_again(int fd, const struct wpp_fd *f) {
   return bind(fd, a, f->addrlen);
 }
 
+/* A rebuilt socket, moved high with its O_NONBLOCK; or, where the step `why`
+ * failed, a dead one in its place. */
+static int socket_done(int fd, const struct wpp_fd *f, const char *why) {
+  if (why) {
+    wpp_warn("socket %d cannot %s again: %s", f->num, why, strerror(errno));
+    close(fd);
+    return dead_socket();
+  }
+  if (f->flags & O_NONBLOCK)
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+  return high(fd);
+}
+
 /* A datagram socket: bound where it was (unless it never was), connected to
  * the peer it had, with its options. */
 static int rebuild_dgram(const struct wpp_fd *f) {
@@ -563,18 +576,12 @@ static int rebuild_dgram(const struct wpp_fd *f) {
   else if (f->domain == AF_INET6)
     bound =
         ((const struct sockaddr_in6 *)(const void *)f->addr)->sin6_port != 0;
-  if ((bound && f->addrlen && bind_again(fd, f) != 0) ||
-      (f->peer_addrlen && connect(fd, (const struct sockaddr *)f->peer_addr,
-                                  f->peer_addrlen) != 0)) {
-    wpp_warn("datagram socket %d cannot be %s again: %s", f->num,
-             errno == EADDRINUSE ? "bound to its address" : "connected",
-             strerror(errno));
-    close(fd);
-    return dead_socket();
-  }
-  if (f->flags & O_NONBLOCK)
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-  return high(fd);
+  if (bound && f->addrlen && bind_again(fd, f) != 0)
+    return socket_done(fd, f, "be bound to its address");
+  if (f->peer_addrlen &&
+      connect(fd, (const struct sockaddr *)f->peer_addr, f->peer_addrlen) != 0)
+    return socket_done(fd, f, "be connected to its peer");
+  return socket_done(fd, f, NULL);
 }
 
 static int rebuild_listener(const struct wpp_fd *f) {
@@ -583,15 +590,9 @@ static int rebuild_listener(const struct wpp_fd *f) {
   if (fd < 0)
     return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind_again(fd, f) != 0 || listen(fd, f->backlog) != 0) {
-    wpp_warn("listening socket %d cannot be rebuilt: %s", f->num,
-             strerror(errno));
-    close(fd);
-    return dead_socket();
-  }
-  if (f->flags & O_NONBLOCK)
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-  return high(fd);
+  if (bind_again(fd, f) != 0 || listen(fd, f->backlog) != 0)
+    return socket_done(fd, f, "listen at its address");
+  return socket_done(fd, f, NULL);
 }
 
 static void rebuild_pipe(struct wpp_fd *f, int i) {
