@@ -11,6 +11,7 @@
 //                      [-w write percent] [-d seconds instead of -n]
 //                      [-T seconds: a request unanswered this long on an open
 //                       connection is a stuck server, exit 3; default 30]
+//                      [-P memcached: speak memcached's text protocol]
 //        kvclient -s "SERVER ARGS" [options]   starts the server itself
 //                      (reading its port from its first line), stops it
 //                      with "Q" at the end: one benchmark run (bench/run.py)
@@ -33,6 +34,7 @@
 static int port, nthreads = 4, keys = 2000, wpct = 50;
 static long ops = 20000;
 static double duration, stall = 30;
+static int memc; /* -P memcached */
 
 struct client {
   int id, fd;
@@ -76,16 +78,15 @@ static void dial(struct client *c) {
   }
 }
 
-/* One request, one answer line; 0 on success, -1 if the connection broke. */
-static int call(struct client *c, const char *req, char *ans, size_t cap) {
-  size_t n = strlen(req);
-  if (send(c->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n)
-    return -1;
+/* One answer line, without its end (\n or \r\n); 0 on success, -1 if the
+ * connection broke. */
+static int read_line(struct client *c, char *ans, size_t cap) {
   for (;;) {
     char *nl = memchr(c->in, '\n', c->have);
     if (nl) {
       size_t l = (size_t)(nl - c->in);
-      snprintf(ans, cap, "%.*s", (int)l, c->in);
+      snprintf(ans, cap, "%.*s", (int)(l && c->in[l - 1] == '\r' ? l - 1 : l),
+               c->in);
       c->have -= l + 1;
       memmove(c->in, nl + 1, c->have);
       return 0;
@@ -106,6 +107,40 @@ static int call(struct client *c, const char *req, char *ans, size_t cap) {
   }
 }
 
+/* One request and its answer, in kvserver's terms ("OK", "V value", "N"):
+ * memcached's answers ("STORED", "VALUE k f n" + data + "END", "END") are
+ * translated. 0 on success, -1 if the connection broke. */
+static int call(struct client *c, const char *req, char *ans, size_t cap) {
+  size_t n = strlen(req);
+  if (send(c->fd, req, n, MSG_NOSIGNAL) != (ssize_t)n ||
+      read_line(c, ans, cap) != 0)
+    return -1;
+  if (!memc)
+    return 0;
+  char data[200], end[16];
+  if (!strncmp(ans, "VALUE ", 6)) {
+    if (read_line(c, data, sizeof(data)) || read_line(c, end, sizeof(end)))
+      return -1;
+    snprintf(ans, cap, "V %s", data);
+  } else if (!strcmp(ans, "END"))
+    snprintf(ans, cap, "N");
+  else if (!strcmp(ans, "STORED"))
+    snprintf(ans, cap, "OK");
+  return 0;
+}
+
+static void set_request(char *req, size_t cap, const char *key,
+                        const char *val) {
+  if (memc)
+    snprintf(req, cap, "set %s 0 0 %zu\r\n%s\r\n", key, strlen(val), val);
+  else
+    snprintf(req, cap, "S %s %s\n", key, val);
+}
+
+static void get_request(char *req, size_t cap, const char *key) {
+  snprintf(req, cap, memc ? "get %s\r\n" : "G %s\n", key);
+}
+
 static void call_retry(struct client *c, const char *req, char *ans,
                        size_t cap) {
   while (call(c, req, ans, cap) != 0) {
@@ -124,23 +159,29 @@ static uint64_t next(struct client *c) {
 
 static void *run(void *arg) {
   struct client *c = arg;
-  char req[128], ans[256];
+  char req[160], ans[256], key[32], val[32];
   dial(c);
   double start = now(), end = duration > 0 ? start + duration : 0;
   uint32_t ver = 0;
   for (long i = 0; end ? now() < end : i < ops; i++) {
     int k = (int)(next(c) % (uint64_t)keys);
+    snprintf(key, sizeof(key), "k%d.%d", c->id, k);
     if ((int)(next(c) % 100) < wpct) {
       ver++;
-      snprintf(req, sizeof(req), "S k%d.%d v%u.%d\n", c->id, k, ver, k);
+      snprintf(val, sizeof(val), "v%u.%d", ver, k);
+      set_request(req, sizeof(req), key, val);
       while (call(c, req, ans, sizeof(ans)) != 0) {
         close(c->fd);
         c->reconnects++;
         dial(c); /* the set may or may not have been applied: resend */
       }
+      if (strcmp(ans, "OK") != 0) {
+        fprintf(stderr, "kvclient: the server answered '%s' to a set\n", ans);
+        exit(1);
+      }
       c->acked[k] = ver;
     } else {
-      snprintf(req, sizeof(req), "G k%d.%d\n", c->id, k);
+      get_request(req, sizeof(req), key);
       call_retry(c, req, ans, sizeof(ans));
     }
     c->done++;
@@ -149,7 +190,8 @@ static void *run(void *arg) {
   for (int k = 0; k < keys; k++) {
     if (!c->acked[k])
       continue;
-    snprintf(req, sizeof(req), "G k%d.%d\n", c->id, k);
+    snprintf(key, sizeof(key), "k%d.%d", c->id, k);
+    get_request(req, sizeof(req), key);
     call_retry(c, req, ans, sizeof(ans));
     unsigned v = 0;
     c->checked++;
@@ -169,7 +211,7 @@ int main(int argc, char **argv) {
     port = atoi(argv[1]);
     optind = 2;
   }
-  while ((opt = getopt(argc, argv, "t:n:k:w:d:s:T:")) != -1) {
+  while ((opt = getopt(argc, argv, "t:n:k:w:d:s:T:P:")) != -1) {
     if (opt == 's')
       spawn = optarg;
     else if (opt == 't')
@@ -184,6 +226,8 @@ int main(int argc, char **argv) {
       duration = atof(optarg);
     else if (opt == 'T')
       stall = atof(optarg);
+    else if (opt == 'P' && !strcmp(optarg, "memcached"))
+      memc = 1;
     else
       return 2;
   }

@@ -225,6 +225,28 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, proc: subprocess.Popen, seconds: float = 20) -> None:
+    """Until something accepts connections at the port (or the process ended)."""
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"nothing listens at port {port} (exit status {proc.poll()})")
+
+
 def kv_trial(
     server: Path,
     client: Path,
@@ -234,6 +256,8 @@ def kv_trial(
     persist: bool = True,
     check=None,
     stop_with_term: bool = False,
+    server_args: list[str] | None = None,
+    client_args: tuple[str, ...] = (),
 ):
     """The server under WPP, a client of 4 connections driving it, 1-3 power failures at
     random times, the server restarted after each. Returns (ok, restores, why): the client
@@ -241,7 +265,9 @@ def kv_trial(
     persist=False runs the server without WPP (the control: a restart starts empty).
     check(port, pid) runs once the client is done, before the server is stopped, and returns
     a problem or None; stop_with_term stops the server with SIGTERM (its own handler) instead
-    of the protocol's "Q"."""
+    of the protocol's "Q". server_args, for a server that does not print its port (such as
+    memcached): its arguments, which name a free port, at every start; client_args: more of
+    kvclient's options (-P memcached)."""
     import socket
 
     ctx = scratch / "kvctx"
@@ -251,12 +277,19 @@ def kv_trial(
         env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}
     stopped = SAVED_EXIT if persist else -signal.SIGPWR
     log = open(scratch / "kvserver.log", "w")
-    srv = subprocess.Popen(
-        [str(server), "-t", "2"], stdout=subprocess.PIPE, stderr=log, env=env, text=True
-    )
-    port = int(srv.stdout.readline().split()[-1])
+    if server_args is None:
+        srv = subprocess.Popen(
+            [str(server), "-t", "2"], stdout=subprocess.PIPE, stderr=log, env=env, text=True
+        )
+        port = int(srv.stdout.readline().split()[-1])
+        restart = [str(server), "-t", "2", "-p", str(port)]
+    else:
+        restart = [str(server), *server_args]
+        srv = subprocess.Popen(restart, stdout=log, stderr=log, env=env)
+        port = int(server_args[server_args.index("-p") + 1])
+        wait_listening(port, srv)
     cli = subprocess.Popen(
-        [str(client), str(port), "-t", "4", "-n", str(ops), "-k", "20000"],
+        [str(client), str(port), "-t", "4", "-n", str(ops), "-k", "20000", *client_args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -272,9 +305,7 @@ def kv_trial(
             return False, restores, f"server exit {srv.returncode} at a failure"
         restores += 1
         # (a resumed server ignores its arguments; a fresh one needs the port again)
-        srv = subprocess.Popen(
-            [str(server), "-t", "2", "-p", str(port)], stdout=log, stderr=log, env=env
-        )
+        srv = subprocess.Popen(restart, stdout=log, stderr=log, env=env)
     out, err = cli.communicate(timeout=120)
     # The client may end while a restarted server is still restoring, before it listens again:
     # retry while it runs (a server that died instead is reported below by its exit status).
