@@ -42,15 +42,21 @@ test: build
 # then the real programs' quick subset (tests/real) run beside them, niced, on
 # the other; their reports follow the tests'.
 test-cli-fuzz:
-	@mkdir -p $(BUILD)/fuzz; \
+	@mkdir -p $(BUILD)/fuzz; t0=$$(date +%s); lane=$(BUILD)/fuzz/lane-times.out; \
 	( $(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz/test-fuzz.out 2>&1; \
-	  f=$$?; nice -n 10 $(VENV)/python bench/crashtest.py --build-dir $(BUILD) --jobs 1 \
+	  f=$$?; echo "test-cli-fuzz: fuzzers done after $$(( $$(date +%s) - t0 )) s" >$$lane; \
+	  nice -n 10 $(VENV)/python bench/crashtest.py --build-dir $(BUILD) --jobs 1 \
 	    >$(BUILD)/fuzz/crashtest-quick.out 2>&1 || f=1; \
+	  echo "test-cli-fuzz: quick crash tests done after $$(( $$(date +%s) - t0 )) s" >>$$lane; \
 	  nice -n 10 $(VENV)/python tests/real/realtier.py --quick \
-	    >$(BUILD)/fuzz/real-quick.out 2>&1 || f=1; exit $$f ) & fz=$$!; \
+	    >$(BUILD)/fuzz/real-quick.out 2>&1 || f=1; \
+	  echo "test-cli-fuzz: real programs done after $$(( $$(date +%s) - t0 )) s" >>$$lane; \
+	  exit $$f ) & fz=$$!; \
 	$(MAKE) --no-print-directory test-cli; cli=$$?; \
+	echo "test-cli-fuzz: CLI tests done after $$(( $$(date +%s) - t0 )) s"; \
 	wait $$fz; fuzz=$$?; \
-	cat $(BUILD)/fuzz/test-fuzz.out $(BUILD)/fuzz/crashtest-quick.out $(BUILD)/fuzz/real-quick.out; \
+	cat $(BUILD)/fuzz/test-fuzz.out $(BUILD)/fuzz/crashtest-quick.out $(BUILD)/fuzz/real-quick.out \
+	  $$lane; \
 	test $$cli = 0 && test $$fuzz = 0
 
 # bench.crashtest-quick runs beside the CLI tests (test-cli-fuzz).

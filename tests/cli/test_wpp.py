@@ -70,7 +70,7 @@ def _broken_trials(work: Path, name: str, knob: str, n: int) -> list[g.Trial]:
         rng = random.Random(11)
         out = []
         while len(out) < n and not (out and out[-1].restores and not out[-1].ok):
-            out.append(g.trial(exe, name, want, runtime, scratch, rng))
+            out.append(g.restored_trial(exe, name, want, runtime, scratch, rng))
         return out
     finally:
         del os.environ["PMKIT_WPP_BREAK"]

@@ -148,10 +148,19 @@ def trial(
     return Trial(True, restores, sent)
 
 
+def restored_trial(exe, name, want, runtime, scratch, rng) -> Trial:
+    """A trial that had a restore, or failed: one whose program ended before the failure
+    came is run again, up to 3 times, with the failures drawn from a half, a quarter and an
+    eighth of the run (the native run may have been slower, on a loaded machine)."""
+    for attempt in range(4):
+        t = trial(exe, name, want, runtime, scratch, rng, 0.5**attempt)
+        if not t.ok or t.restores:
+            break
+    return t
+
+
 def campaign(names: list[str], trials: int | None, seed: int, workdir: Path, log=print) -> dict:
-    """trials per program; a trial without any restore (the program ended before the failure)
-    is run again, up to 3 times with the failures drawn from a half, a quarter and an eighth of
-    the run (the native run may have been slower), so each counted trial has a real restore."""
+    """trials per program, each with a real restore (restored_trial)."""
     rng = random.Random(seed)
     summary = {}
     for name in names:
@@ -163,10 +172,7 @@ def campaign(names: list[str], trials: int | None, seed: int, workdir: Path, log
         bad = []
         n = trials or PROGRAMS[name].quick
         for _ in range(n):
-            for attempt in range(4):
-                t = trial(exe, name, want, runtime, scratch, rng, 0.5**attempt)
-                if not t.ok or t.restores:
-                    break
+            t = restored_trial(exe, name, want, runtime, scratch, rng)
             restores += t.restores
             failures += t.failures_sent
             if t.ok and t.restores:
@@ -190,21 +196,28 @@ def campaign(names: list[str], trials: int | None, seed: int, workdir: Path, log
 KV = ROOT / "bench" / "kvserver"
 
 
-def build_kv(outdir: Path) -> tuple[Path, Path]:
-    """kvserver under WPP (pmkit wpp cc) and its client (the system compiler, glibc)."""
-    server, client = outdir / "kvserver", outdir / "kvclient"
-    subprocess.run(
-        pmkit("wpp", "cc", "-O2", str(KV / "kvserver.c"), "-o", str(server)),
-        check=True,
-        capture_output=True,
-    )
+def build_kvclient(outdir: Path) -> Path:
+    """kvserver's load client and checker (bench/kvserver/kvclient.c), with the system compiler
+    (glibc)."""
+    client = outdir / "kvclient"
     cc = shutil.which("cc") or "gcc"
     subprocess.run(
         [cc, "-O2", "-pthread", str(KV / "kvclient.c"), "-o", str(client)],
         check=True,
         capture_output=True,
     )
-    return server, client
+    return client
+
+
+def build_kv(outdir: Path) -> tuple[Path, Path]:
+    """kvserver under WPP (pmkit wpp cc) and its client."""
+    server = outdir / "kvserver"
+    subprocess.run(
+        pmkit("wpp", "cc", "-O2", str(KV / "kvserver.c"), "-o", str(server)),
+        check=True,
+        capture_output=True,
+    )
+    return server, build_kvclient(outdir)
 
 
 def tree_cpu_seconds(pid: int) -> float:

@@ -104,44 +104,30 @@ def _ask(port: int, line: str) -> str:
         return s.makefile().readline().strip()
 
 
-def evkv_alive(port: int, pid: int) -> str | None:
-    """After the load: the main base's 10 ms timer (a timerfd) still ticks, and the idle server
-    does not spin (a descriptor whose kernel object did not come back, left readable forever,
-    keeps libevent's loop busy: the program still answers, and burns every core)."""
-    t0, c0 = int(_ask(port, "T").split()[1]), wppgolden.tree_cpu_seconds(pid)
-    time.sleep(1.0)
-    t1, c1 = int(_ask(port, "T").split()[1]), wppgolden.tree_cpu_seconds(pid)
-    if t1 - t0 < 30:
-        return f"the server's 10 ms timer ticked {t1 - t0} times in 1 s"
-    if c1 - c0 > 0.25:
-        return f"the idle server used {c1 - c0:.2f} s of CPU in 1 s: its event loop spins"
+def alive(port: int, pid: int, clock, seconds: float, least: int) -> str | None:
+    """After the load: the server's own timer still runs (clock(port) is a count it advances,
+    at least `least` in `seconds`), and the idle server does not spin (a descriptor whose kernel
+    object did not come back, left readable forever, keeps an event loop busy: the program
+    still answers, and burns every core)."""
+    t0, c0 = clock(port), wppgolden.tree_cpu_seconds(pid)
+    time.sleep(seconds)
+    t1, c1 = clock(port), wppgolden.tree_cpu_seconds(pid)
+    if t1 - t0 < least:
+        return f"the server's timer advanced {t1 - t0} in {seconds} s"
+    if (c1 - c0) / seconds > 0.25:
+        return f"the idle server used {c1 - c0:.2f} s of CPU in {seconds} s: its loop spins"
     return None
 
 
-def evkv(work: Path, trials: int, rng: random.Random) -> dict:
-    """A libevent server (tests/real/evkv.c: an eventfd between threads, a timerfd, libevent's
-    signal pipe) linked with Debian's libevent, power-failed under load (1-3 failures per
-    trial) with kvclient checking every acknowledged set; then two must-fail controls."""
-    prefix = build_libevent(work)
-    server, client = work / "evkv", work / "kvclient"
-    log = work / "evkv-build.log"
-    log.unlink(missing_ok=True)
-    run(
-        wppgolden.pmkit("wpp", "cc", "-O2", f"-I{prefix}/include", str(HERE / "evkv.c"))
-        + ["-o", str(server), f"{prefix}/lib/libevent_core.a"]
-        + [f"{prefix}/lib/libevent_pthreads.a", "-lpthread"],
-        work,
-        log,
-    )
-    cc = shutil.which("cc") or "gcc"
-    kvc = ROOT / "bench" / "kvserver" / "kvclient.c"
-    run([cc, "-O2", "-pthread", str(kvc), "-o", str(client)], work, log)
+def evkv_alive(port: int, pid: int) -> str | None:
+    """evkv's 10 ms timer (through a timerfd): "T" answers its count."""
+    return alive(port, pid, lambda p: int(_ask(p, "T").split()[1]), 1.0, 30)
 
-    def trial(**kw):
-        return wppgolden.kv_trial(
-            server, client, work, rng, check=evkv_alive, stop_with_term=True, **kw
-        )
 
+def power_fail(name: str, trial, trials: int) -> tuple[int, int]:
+    """trials of wppgolden.kv_trial (1-3 power failures under load each); raises Failed unless
+    every one passed with at least one restore in all. Returns (power failures, keys read
+    back)."""
     failures = restores = checked = 0
     problems = []
     for i in range(trials):
@@ -152,34 +138,62 @@ def evkv(work: Path, trials: int, rng: random.Random) -> dict:
         else:
             failures += 1
             problems.append(why)
-        say(f"  evkv trial {i + 1}/{trials}: {'ok' if ok else 'FAILED'}, {r} power failure(s)")
+        say(f"  {name} trial {i + 1}/{trials}: {'ok' if ok else 'FAILED'}, {r} power failure(s)")
     if failures:
-        raise Failed(f"evkv: {failures} of {trials} trials failed: {problems[:3]}")
+        raise Failed(f"{name}: {failures} of {trials} trials failed: {problems[:3]}")
     if restores < trials:
-        raise Failed(f"evkv: only {restores} power failures in {trials} trials")
+        raise Failed(f"{name}: only {restores} power failures in {trials} trials")
+    return restores, checked
 
-    # must fail: without WPP, a restarted server starts empty (acknowledged sets are lost)
-    ok, r, why = trial(persist=False)
-    if ok or '"lost": 0' in why or r == 0:
-        raise Failed(f"evkv without WPP was not caught losing sets: {why}")
-    # must fail: eventfds and timerfds coming back as dead descriptors (the behaviour before
-    # they were rebuilt): libevent ignores the failed wake-ups, so the server still answers,
-    # but its loop spins; the check must see that and nothing else
+
+def must_fail(name: str, trial, reasons: str) -> dict:
+    """The two controls of a server: restarted without WPP it loses acknowledged writes; with
+    eventfds and timerfds coming back as dead descriptors (PMKIT_WPP_BREAK=unknown, the
+    behaviour before they were rebuilt) the check must fail for one of `reasons` (|-separated)
+    and nothing else."""
+    ok, r, without = trial(persist=False)
+    if ok or '"lost": 0' in without or r == 0:
+        raise Failed(f"{name} without WPP was not caught losing writes: {without}")
     os.environ["PMKIT_WPP_BREAK"] = "unknown"
     try:
-        ok, rb, broken = trial()
+        ok, _, broken = trial()
     finally:
         del os.environ["PMKIT_WPP_BREAK"]
-    if ok or "spins" not in broken:
-        raise Failed(f"evkv with eventfds not rebuilt was not caught spinning: {broken}")
+    if ok or not any(w in broken for w in reasons.split("|")):
+        raise Failed(f"{name} with eventfds not rebuilt was not caught ({reasons}): {broken}")
+    return {"control_without_wpp": without, "control_unrebuilt_eventfd": broken}
+
+
+def evkv(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """A libevent server (tests/real/evkv.c: an eventfd between threads, a timerfd, libevent's
+    signal pipe) linked with Debian's libevent, power-failed under load (1-3 failures per
+    trial) with kvclient checking every acknowledged set; then the two must-fail controls."""
+    prefix = build_libevent(work)
+    server, client = work / "evkv", wppgolden.build_kvclient(work)
+    log = work / "evkv-build.log"
+    log.unlink(missing_ok=True)
+    run(
+        wppgolden.pmkit("wpp", "cc", "-O2", f"-I{prefix}/include", str(HERE / "evkv.c"))
+        + ["-o", str(server), f"{prefix}/lib/libevent_core.a"]
+        + [f"{prefix}/lib/libevent_pthreads.a", "-lpthread"],
+        work,
+        log,
+    )
+
+    def trial(**kw):
+        return wppgolden.kv_trial(
+            server, client, work, rng, check=evkv_alive, stop_with_term=True, **kw
+        )
+
+    restores, checked = power_fail("evkv", trial, trials)
+    controls = must_fail("evkv", trial, "spins")
     return {
         "libevent": LIBEVENT,
         "trials": trials,
         "power_failures": restores,
         "acknowledged_sets_checked": checked,
         "lost": 0,
-        "control_without_wpp": why,
-        "control_unrebuilt_eventfd": broken,
+        **controls,
         "verdict": (
             f"{trials} trials, {restores} power failures under load, every acknowledged set "
             f"read back ({checked} keys, 0 lost), the timer ticking and the loop idle after "
@@ -189,6 +203,135 @@ def evkv(work: Path, trials: int, rng: random.Random) -> dict:
     }
 
 
+# ---- memcached ------------------------------------------------------------------------------
+
+MEMCACHED = "1.6.18-1+deb12u1"
+
+
+def build_memcached(work: Path, libevent: Path, wpp: bool) -> Path:
+    """Debian's memcached configured as debian/rules configures it (dh_autoreconf, then
+    dh_auto_configure with --enable-sasl --enable-tls, which are left out here: Debian ships no
+    musl builds of libsasl2 and OpenSSL) against the libevent above; built with `pmkit wpp cc`
+    (wpp), or with `musl-gcc -static`, the same program without the runtime (the native
+    baseline of the throughput comparison)."""
+    tree, version = debsrc.fetch("memcached", MEMCACHED, log=say)
+    kind = "wpp" if wpp else "native"
+    src = work / f"memcached-{kind}"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(tree, src, symlinks=True)
+    log = work / f"memcached-{kind}-build.log"
+    t0 = time.monotonic()
+    cc = " ".join(wppgolden.pmkit("wpp", "cc")) if wpp else "musl-gcc -static"
+    run(["autoreconf", "-fi"], src, log)
+    run(["./configure", f"CC={cc}", f"--with-libevent={libevent}"], src, log)
+    run(["make", f"-j{JOBS}", "memcached"], src, log)
+    say(f"  memcached {version} ({kind}): built in {time.monotonic() - t0:.0f} s")
+    return src / "memcached"
+
+
+def _mc_time(port: int) -> int:
+    """memcached's clock (STAT time), which its one-second timer event advances."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"stats\r\n")
+        f = s.makefile("rb")
+        for line in f:
+            if line.startswith(b"STAT time "):
+                return int(line.split()[2])
+            if line.startswith(b"END"):
+                break
+    raise Failed("memcached's stats have no time")
+
+
+def memcached_args(port: int) -> list[str]:
+    user = ["-u", "root"] if os.geteuid() == 0 else []
+    return ["-l", "127.0.0.1", "-p", str(port), "-U", "0", "-t", "4", "-m", "1024", *user]
+
+
+def throughput(server: Path, client: Path, port: int, env: dict, seconds: float) -> float:
+    """kvclient's sets and gets per second (4 connections, half sets) for `seconds`."""
+    srv = subprocess.Popen(
+        [str(server), *memcached_args(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wppgolden.wait_listening(port, srv)
+        out = subprocess.run(
+            [str(client), str(port), "-t", "4", "-k", "20000", "-d", str(seconds)]
+            + ["-P", "memcached"],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 120,
+        )
+        if out.returncode != 0:
+            raise Failed(f"kvclient against memcached: {out.stdout} {out.stderr}")
+        return json.loads(out.stdout)["ops_per_sec"]
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+
+
+def memcached(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """Debian's memcached with Debian's libevent under WPP, power-failed under load with every
+    acknowledged set checked, the two controls, and (not quick) its throughput under WPP
+    against the same build without the runtime, interleaved runs."""
+    prefix = build_libevent(work)
+    server = build_memcached(work, prefix, wpp=True)
+    client = wppgolden.build_kvclient(work)
+    port = wppgolden.free_port()
+
+    def trial(**kw):
+        return wppgolden.kv_trial(
+            server,
+            client,
+            work,
+            rng,
+            check=lambda p, pid: alive(p, pid, _mc_time, 2.5, 2),
+            stop_with_term=True,
+            server_args=memcached_args(port),
+            client_args=("-P", "memcached", "-T", "10"),
+            **kw,
+        )
+
+    restores, checked = power_fail("memcached", trial, trials)
+    controls = must_fail("memcached", trial, "stuck|spins")
+    res = {
+        "memcached": MEMCACHED,
+        "libevent": LIBEVENT,
+        "configure": "Debian's, without --enable-sasl --enable-tls",
+        "trials": trials,
+        "power_failures": restores,
+        "acknowledged_sets_checked": checked,
+        "lost": 0,
+        **controls,
+    }
+    verdict = (
+        f"{trials} trials, {restores} power failures under load, every acknowledged set read "
+        f"back ({checked} keys, 0 lost), its clock advancing and the server idle after each; "
+        f"must-fail: without WPP sets were lost, with eventfds not rebuilt it "
+        f"{'stalled' if 'stuck' in controls['control_unrebuilt_eventfd'] else 'spun'}"
+    )
+    if not quick:
+        native = build_memcached(work, prefix, wpp=False)
+        ctx = work / "tput-ctx"
+        env_wpp = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+        runs: dict[str, list[float]] = {"native": [], "wpp": []}
+        for _ in range(5):  # interleaved: native, wpp, native, wpp, ...
+            runs["native"].append(throughput(native, client, port, dict(os.environ), 3))
+            shutil.rmtree(ctx, ignore_errors=True)
+            runs["wpp"].append(throughput(server, client, port, env_wpp, 3))
+        med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+        res["throughput_ops_per_sec"] = runs
+        res["throughput_ratio_wpp_to_native"] = round(med["wpp"] / med["native"], 3)
+        verdict += (
+            f"; throughput (medians of 5 interleaved 3 s runs): native {med['native']:.0f}, "
+            f"WPP {med['wpp']:.0f} ops/s ({res['throughput_ratio_wpp_to_native']:.2f}x)"
+        )
+    res["verdict"] = verdict
+    return res
+
+
 # ---- the tier ------------------------------------------------------------------------------
 
 
@@ -196,7 +339,7 @@ def evkv(work: Path, trials: int, rng: random.Random) -> dict:
 class Real:
     name: str
     what: str
-    run: Callable[[Path, int, random.Random], dict]
+    run: Callable[[Path, int, random.Random, bool], dict]
     trials: int  # in make test-real
     quick_trials: int  # in make test (0: not in the quick subset)
 
@@ -204,6 +347,13 @@ class Real:
 PROGRAMS = {
     "evkv": Real(
         "evkv", "libevent server under WPP (Debian's libevent)", evkv, trials=10, quick_trials=2
+    ),
+    "memcached": Real(
+        "memcached",
+        "Debian's memcached and libevent under WPP",
+        memcached,
+        trials=10,
+        quick_trials=0,
     ),
 }
 
@@ -231,7 +381,7 @@ def main() -> int:
         work.mkdir(parents=True)
         t0 = time.monotonic()
         try:
-            res = p.run(work, trials, random.Random(a.seed))
+            res = p.run(work, trials, random.Random(a.seed), a.quick)
             res["seconds"] = round(time.monotonic() - t0, 1)
             results[p.name] = res
             say(f"[{i}/{len(chosen)}] {p.name}: ok in {res['seconds']:.0f} s: {res['verdict']}")
