@@ -327,7 +327,7 @@ def kv_trial(
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-                if check:
+                if check and cli.returncode == 0:
                     problem = check(port, srv.pid)
                 if not stop_with_term:
                     s.sendall(b"Q\n")

@@ -109,9 +109,12 @@ def alive(port: int, pid: int, clock, seconds: float, least: int) -> str | None:
     at least `least` in `seconds`), and the idle server does not spin (a descriptor whose kernel
     object did not come back, left readable forever, keeps an event loop busy: the program
     still answers, and burns every core)."""
-    t0, c0 = clock(port), wppgolden.tree_cpu_seconds(pid)
-    time.sleep(seconds)
-    t1, c1 = clock(port), wppgolden.tree_cpu_seconds(pid)
+    try:
+        t0, c0 = clock(port), wppgolden.tree_cpu_seconds(pid)
+        time.sleep(seconds)
+        t1, c1 = clock(port), wppgolden.tree_cpu_seconds(pid)
+    except OSError as e:
+        return f"the server does not answer after the load: {e}"
     if t1 - t0 < least:
         return f"the server's timer advanced {t1 - t0} in {seconds} s"
     if (c1 - c0) / seconds > 0.25:
