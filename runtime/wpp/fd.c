@@ -451,6 +451,13 @@ void wpp_fd_save(void) {
       } else {
         f->kind = WPP_FD_DEAD;
       }
+      if (f->kind == WPP_FD_DEAD ||
+          (f->kind == WPP_FD_SOCKET && f->domain != AF_INET &&
+           f->domain != AF_INET6 && f->domain != AF_UNIX))
+        wpp_warn("descriptor %d (%s%s) cannot come back: after the restore "
+                 "it is a socket whose peer has gone",
+                 num, target,
+                 f->kind == WPP_FD_SOCKET ? ", not IP or Unix" : "");
       h->nfd++;
     }
   }

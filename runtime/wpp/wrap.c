@@ -23,6 +23,7 @@
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,6 +189,55 @@ void wpp_lost_at_failure(const char *what) {
   wpp_warn("%s cannot come back after a power failure (docs/modes/wpp.md, "
            "What comes back)",
            what);
+}
+
+/* syscall(): kernel objects made only through it (musl has no wrappers for
+ * them) are said at creation like the others; a raw fork or clone fails as
+ * fork does. */
+long __real_syscall(long, ...);
+long __wrap_syscall(long nr, ...) {
+  va_list ap;
+  va_start(ap, nr);
+  long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long),
+       d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  if (wpp_on) {
+    switch (nr) {
+    case SYS_fork:
+    case SYS_vfork:
+    case SYS_clone:
+    case SYS_clone3: /* a process or a thread the runtime would not know */
+      return wpp_unsupported("a raw fork or clone (syscall)");
+    case SYS_io_uring_setup:
+      wpp_lost_at_failure("an io_uring instance (io_uring_setup)");
+      break;
+    case SYS_pidfd_open:
+      wpp_lost_at_failure("a pidfd (pidfd_open)");
+      break;
+    case SYS_userfaultfd:
+      wpp_lost_at_failure("a userfaultfd (userfaultfd)");
+      break;
+    case SYS_perf_event_open:
+      wpp_lost_at_failure("a perf event descriptor (perf_event_open)");
+      break;
+    case SYS_bpf:
+      wpp_lost_at_failure("a BPF object descriptor (bpf)");
+      break;
+    case SYS_memfd_create:
+      wpp_lost_at_failure("a memfd (memfd_create) and its contents");
+      break;
+    case SYS_inotify_init:
+    case SYS_inotify_init1:
+      wpp_lost_at_failure("an inotify descriptor (inotify_init)");
+      break;
+    case SYS_fanotify_init:
+      wpp_lost_at_failure("a fanotify descriptor (fanotify_init)");
+      break;
+    default:
+      break;
+    }
+  }
+  return __real_syscall(nr, a, b, c, d, e, f);
 }
 
 int __wrap_inotify_init(void) {

@@ -302,28 +302,63 @@ def test_fork_and_exec_fail_loudly(work):
 
 
 def test_what_cannot_come_back_is_said_at_creation(work):
-    """inotify, memfd and System V IPC work under WPP, and the program is warned when it makes
-    one (once per kind), not after a restore; natively nothing is said."""
+    """inotify, memfd, System V IPC and a pidfd made through syscall() work under WPP, and the
+    program is warned when it makes one (once per kind), not after a restore; a raw fork
+    through syscall() fails as fork does. Natively nothing is said and the fork happens."""
     exe = _build_c(
         work,
         "unkept",
         "#define _GNU_SOURCE\n#include <stdio.h>\n#include <sys/inotify.h>\n"
         "#include <sys/ipc.h>\n#include <sys/mman.h>\n#include <sys/sem.h>\n"
-        "#include <sys/shm.h>\n"
+        "#include <sys/shm.h>\n#include <sys/syscall.h>\n#include <sys/wait.h>\n"
+        "#include <unistd.h>\n"
         "int main(void) {\n"
         '  int a = inotify_init1(0), b = inotify_init1(0), m = memfd_create("x", 0);\n'
         "  int s = semget(IPC_PRIVATE, 1, 0600), h = shmget(IPC_PRIVATE, 4096, 0600);\n"
+        "  int p = (int)syscall(SYS_pidfd_open, getpid(), 0);\n"
         "  semctl(s, 0, IPC_RMID); shmctl(h, IPC_RMID, 0);\n"
-        '  printf("%d %d %d %d %d\\n", a >= 0, b >= 0, m >= 0, s >= 0, h >= 0);\n'
+        '  printf("%d %d %d %d %d %d\\n", a >= 0, b >= 0, m >= 0, s >= 0, h >= 0, p >= 0);\n'
+        "  fflush(stdout);\n"
+        "  long f = syscall(SYS_fork);\n"
+        "  if (f == 0) _exit(0);\n"
+        "  if (f > 0) waitpid((int)f, NULL, 0);\n"
+        '  printf("raw fork: %s\\n", f > 0 ? "forked" : "refused");\n'
         "  return 0;\n}\n",
     )
     r = _run(exe, work / "unkept-ctx")
-    assert r.returncode == 0 and r.stdout == "1 1 1 1 1\n", r
+    assert r.returncode == 0 and r.stdout == "1 1 1 1 1 1\nraw fork: refused\n", r
     said = [ln for ln in r.stderr.splitlines() if "cannot come back after a power failure" in ln]
-    assert len(said) == 4, r.stderr  # inotify once for two, memfd, semget, shmget
-    assert all(w in r.stderr for w in ("inotify", "memfd", "semget", "shmget")), r.stderr
+    assert len(said) == 5, r.stderr  # inotify once for two, memfd, semget, shmget, pidfd
+    assert all(w in r.stderr for w in ("inotify", "memfd", "semget", "shmget", "pidfd")), r
+    assert "a raw fork or clone (syscall) is not supported" in r.stderr, r.stderr
     native = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert native.stdout == "1 1 1 1 1\n" and not native.stderr
+    assert native.stdout == "1 1 1 1 1 1\nraw fork: forked\n" and not native.stderr, native
+
+
+def test_what_comes_back_dead_is_said_at_the_save(work):
+    """A descriptor the restore cannot rebuild and that nothing warned of at creation (here a
+    netlink socket) is named at the save, and comes back as a socket whose peer has gone."""
+    exe = _build_c(
+        work,
+        "netlink",
+        "#include <stdio.h>\n#include <sys/socket.h>\n#include <unistd.h>\n"
+        "int main(void) {\n"
+        "  int s = socket(AF_NETLINK, SOCK_RAW, 0);\n"
+        "  for (int i = 0; i < 300; i++) usleep(10000);\n"
+        "  char c;\n"
+        '  printf("netlink %d, read %zd\\n", s >= 0, read(s, &c, 1));\n'
+        "  return 0;\n}\n",
+    )
+    ctx = work / "netlink-ctx"
+    env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    p = subprocess.Popen([str(exe)], stderr=subprocess.PIPE, env=env, text=True)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGPWR)
+    err = p.communicate(timeout=30)[1]
+    assert p.returncode == g.SAVED_EXIT, err
+    assert "(socket:" in err and "not IP or Unix) cannot come back" in err, err
+    r = _run(exe, ctx, timeout=60)
+    assert r.returncode == 0 and r.stdout == "netlink 1, read 0\n", r
 
 
 def test_failure_handler(work):
