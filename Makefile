@@ -109,7 +109,8 @@ crashtest-quick: build
 # .cache/debsrc through the project's own apt configuration, built with pmkit,
 # checked); `make test` runs the quick subset.
 test-real: build
-	$(VENV)/python tests/real/realtier.py --json $(BUILD)/real-results.json
+	$(VENV)/python tests/real/realtier.py --results --json $(BUILD)/real-results.json
+	$(VENV)/python bench/report.py
 
 crashtest-full: build
 	cd $(BUILD) && PMKIT_CRASH_TRIALS=20000 PMKIT_CRASH_SECONDS=1800 \

@@ -1575,6 +1575,51 @@ def section_arp(doc: dict, out: Output) -> list[str]:
     ]
 
 
+def section_real(doc: dict, out: Output) -> list[str]:
+    """Programs from Debian's source packages (tests/real/realtier.py, make test-real): what
+    each needed, what was checked, what must fail did, and the cost."""
+    mode = doc["benchmark"].split("-", 1)[1]
+    m = doc["machine"]
+    lines = [
+        f"## {doc['benchmark']}: real programs under {mode} mode",
+        "",
+        doc["description"] + " Each program is fetched with `apt-get source` at test time "
+        "(never committed), built by its own build system with pmkit as the compiler, and "
+        "checked; the controls must fail.",
+        "",
+        f"Machine: {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, "
+        f"{m.get('kernel', '?')}; commit {doc['commit'].get('sha', '?')[:10]}; {doc['date']}.",
+        "",
+    ]
+    rows = []
+    for name, r in doc["programs"].items():
+        if "failed" in r:
+            rows.append([name, r["source"], "FAILED", r["failed"][:120], "", ""])
+            continue
+        ratio = r.get("throughput_ratio_wpp_to_native")
+        rows.append(
+            [
+                name,
+                r["source"],
+                f"{r['trials']} trials, {r['power_failures']} power failures, "
+                f"{r['acknowledged_sets_checked']:,} acknowledged sets read back, "
+                f"{r['lost']} lost",
+                "failed as meant" if "control_without_wpp" in r else "not run",
+                f"{ratio:.2f}x" if ratio else "not measured",
+                f"{r['seconds']:.0f} s",
+            ]
+        )
+    lines += table(
+        ["program", "code", "checked", "controls (must fail)", "throughput vs native", "time"],
+        rows,
+    )
+    lines += ["", "What a user did to build each (besides the program's own build):", ""]
+    lines += [f"- **{n}**: {r['glue']}" for n, r in doc["programs"].items()]
+    lines += ["", "Verdicts as the tier printed them:", ""]
+    lines += [f"- **{n}**: {r.get('verdict', r.get('failed'))}" for n, r in doc["programs"].items()]
+    return lines
+
+
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
     "trace": section_trace,
@@ -1591,6 +1636,7 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "kvserver": section_wpp_macro,
     "arpsim": section_arpsim,
     "arp": section_arp,
+    "real-wpp": section_real,
 }
 
 
@@ -1642,7 +1688,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, json.JSONDecodeError) as e:
             print(f"report.py: {path}: {e}", file=sys.stderr)
             return 2
-        if "benchmark" not in doc or "runs" not in doc:
+        if "benchmark" not in doc or ("runs" not in doc and "programs" not in doc):
             print(f"report.py: {path}: not a bench/run.py results file", file=sys.stderr)
             return 2
         docs.append(doc)

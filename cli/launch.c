@@ -24,12 +24,14 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,9 +90,26 @@ static void resolve(const char *prog, char *out, size_t cap) {
     fail("%s: no such executable", prog);
 }
 
-/* Remove the saved state and the links a save made (--fresh). */
+/* Remove the saved state and the links a save made (--fresh), under the lock
+ * a running program holds on its context directory: a context in use is
+ * refused and left as it is. */
 static void discard(const char *ctx) {
   char p[PATH_MAX + 300];
+  int d0 = open(ctx, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d0 < 0 && errno == ENOENT)
+    return;
+  if (d0 < 0 || flock(d0, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = "";
+    snprintf(p, sizeof(p), "%s/pid", ctx);
+    FILE *f = fopen(p, "r");
+    if (f && fgets(pid, sizeof(pid), f))
+      pid[strcspn(pid, "\n")] = 0;
+    if (f)
+      fclose(f);
+    fail("%s is in use%s%s: --fresh changes nothing while a program runs "
+         "in it",
+         ctx, pid[0] ? " by pid " : "", pid);
+  }
   snprintf(p, sizeof(p), "%s/wpp.ctx", ctx);
   if (unlink(p) != 0 && errno != ENOENT)
     fail("cannot remove %s: %s", p, strerror(errno));
@@ -102,6 +121,7 @@ static void discard(const char *ctx) {
     }
   if (d)
     closedir(d);
+  close(d0); /* and the lock with it */
 }
 
 static int cmd_run(int argc, char **argv) {

@@ -43,6 +43,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,7 +56,8 @@
 
 #include "wpp.h"
 
-#define FD_HIGH 600 /* temporaries live above every recorded number */
+/* Temporaries live above every recorded number (set by wpp_fd_restore). */
+static int fd_high = 600;
 #ifndef TFD_IOC_SET_TICKS
 #define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
 #endif
@@ -88,6 +90,41 @@ static void link_name(char *out, size_t cap, const char *dir, int num) {
   snprintf(out, cap, "%s/link.%d", dir, num);
 }
 
+/* The whole of a /proc file, however long (an epoll's fdinfo, the maps of a
+ * big process), in memory mapped with the raw system call: outside the
+ * context, and without the allocator, which a stopped thread may hold. NULL
+ * if it cannot be read; free with free_big. */
+static char *read_big(const char *path, size_t *cap) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  size_t n = 0, c = 1 << 16;
+  char *b = fd < 0 ? MAP_FAILED
+                   : (char *)syscall(SYS_mmap, 0, c, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  for (ssize_t r = 1; b != MAP_FAILED && r > 0;) {
+    if (n + 1 == c) {
+      char *nb = (char *)syscall(SYS_mremap, b, c, 2 * c, MREMAP_MAYMOVE);
+      if (nb == MAP_FAILED)
+        break;
+      b = nb;
+      c *= 2;
+    }
+    r = read(fd, b + n, c - 1 - n);
+    n += r > 0 ? (size_t)r : 0;
+  }
+  if (fd >= 0)
+    close(fd);
+  if (b == MAP_FAILED)
+    return NULL;
+  b[n] = 0;
+  *cap = c;
+  return b;
+}
+
+static void free_big(char *b, size_t cap) {
+  if (b)
+    syscall(SYS_munmap, b, cap);
+}
+
 static void save_epoll(int num, const char *info) {
   struct wpp_hdr *h = wpp_hdr;
   for (const char *p = strstr(info, "tfd:"); p; p = strstr(p + 4, "tfd:")) {
@@ -110,9 +147,11 @@ static void save_epoll(int num, const char *info) {
 
 /* The inode of the socket at the other end of a connected AF_UNIX socket,
  * asked of the kernel's socket diagnostics (sock_diag, as `ss -x` does); 0 if
- * it has none or the kernel does not say. The structures are Linux's
- * (linux/netlink.h, linux/unix_diag.h), which musl does not ship. */
-static uint32_t unix_peer(uint32_t ino) {
+ * it has none (or it was closed) or the kernel does not say. Also its state
+ * (1, TCP_ESTABLISHED: connected) and which halves were shut down. The
+ * structures are Linux's (linux/netlink.h, linux/unix_diag.h), which musl does
+ * not ship. */
+static uint32_t unix_diag(uint32_t ino, int *state, int *shut) {
   struct {
     uint32_t len;
     uint16_t type, flags;
@@ -148,6 +187,7 @@ static uint32_t unix_peer(uint32_t ino) {
   memcpy(&type, r + 4, 2);
   if (type != 20 || len > (uint32_t)n)
     return 0;
+  *state = r[16 + 2]; /* unix_diag_msg.udiag_state: TCP_ESTABLISHED, ... */
   /* netlink header (16 bytes), unix_diag_msg (16), then attributes */
   for (uint32_t off = 32; off + 4 <= len; off += (alen + 3u) & ~3u) {
     memcpy(&alen, r + off, 2);
@@ -156,6 +196,8 @@ static uint32_t unix_peer(uint32_t ino) {
       break;
     if (atype == 2 /* UNIX_DIAG_PEER */ && alen >= 8)
       memcpy(&peer, r + off + 4, 4);
+    if (atype == 6 /* UNIX_DIAG_SHUTDOWN */ && alen >= 5)
+      *shut = r[off + 4]; /* RCV_SHUTDOWN 1, SEND_SHUTDOWN 2 */
   }
   return peer;
 }
@@ -182,7 +224,9 @@ static void save_queued(struct wpp_fd *f, int num, uint64_t *used) {
     struct iovec iov = {base + *used + (stream ? 0 : 4), (size_t)avail};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
     ssize_t got = recvmsg(num, &m, MSG_DONTWAIT);
-    if (got < 0 || (stream && got == 0))
+    /* 0 is the end of a stream, or of a message socket shut down for reading
+     * (an empty message otherwise) */
+    if (got < 0 || (got == 0 && (stream || (f->shut & 1))))
       break;
     if ((m.msg_flags & MSG_CTRUNC) && !said++)
       wpp_warn("socket pair %d: descriptors or credentials sent with its "
@@ -222,16 +266,45 @@ static void save_socket(struct wpp_fd *f, int num, uint64_t *used) {
   if (getpeername(num, (struct sockaddr *)f->peer_addr, &pl) == 0 &&
       pl <= sizeof(f->peer_addr))
     f->peer_addrlen = pl;
+  int state = 0;
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  struct stat st;
+  if (f->domain == AF_UNIX) {
+    f->peer = unix_diag((uint32_t)f->ino, &state, &f->shut);
+    l = sizeof(int);
+    getsockopt(num, SOL_SOCKET, SO_PASSCRED, &f->passcred, &l);
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+    if (f->addrlen > off + 1 && f->addr[off]) {
+      memcpy(path, f->addr + off, f->addrlen - off);
+      path[f->addrlen - off] = 0;
+      if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        f->sockmode = st.st_mode & 07777;
+    }
+  } else if (f->domain == AF_INET6) {
+    l = sizeof(int);
+    getsockopt(num, IPPROTO_IPV6, IPV6_V6ONLY, &f->v6only, &l);
+  }
+  /* a connected stream: AF_UNIX says so even when its peer has closed */
+  int ip = f->domain == AF_INET || f->domain == AF_INET6;
+  int connected = f->type != SOCK_DGRAM &&
+                  (f->domain == AF_UNIX ? state == 1 : ip && f->peer_addrlen);
   if (acc && f->addrlen) {
     f->kind = WPP_FD_LISTEN;
     f->backlog = SOMAXCONN;
-  } else if (f->domain == AF_UNIX && (f->peer = unix_peer((uint32_t)f->ino))) {
-    f->kind = WPP_FD_SOCKPAIR; /* a pair if the peer is among ours (restore) */
+  } else if (connected || (f->type == SOCK_DGRAM && f->peer) ||
+             (f->type == SOCK_DGRAM && f->domain == AF_UNIX &&
+              f->peer_addrlen && f->addrlen <= off)) {
+    /* (the last: an unnamed datagram end whose peer has closed) */
+    /* rebuilt as a pair if the peer is among ours; otherwise a socket whose
+     * peer has gone, still holding what was queued to it (restore) */
+    f->kind = WPP_FD_SOCKPAIR;
     l = sizeof(int);
     getsockopt(num, SOL_SOCKET, SO_SNDBUF, &f->sndbuf, &l);
     save_queued(f, num, used);
-  } else if (f->type == SOCK_DGRAM) {
-    f->kind = WPP_FD_DGRAM; /* what was queued in it is lost, as in transit */
+  } else if (f->domain == AF_UNIX || ip) {
+    /* a datagram socket (what was queued in it is lost, as in transit), or
+       a stream one not yet connected nor listening */
+    f->kind = WPP_FD_BOUND;
   } else {
     f->kind = WPP_FD_SOCKET;
   }
@@ -433,8 +506,11 @@ void wpp_fd_save(void) {
       } else if (S_ISSOCK(st.st_mode)) {
         save_socket(f, num, &pipebuf);
       } else if (strstr(target, "[eventpoll]")) {
+        size_t cap = 0;
+        char *all = read_big(path, &cap); /* every registration, not 8 KiB */
         f->kind = WPP_FD_EPOLL;
-        save_epoll(num, info);
+        save_epoll(num, all ? all : info);
+        free_big(all, cap);
       } else if (!strcmp(target, "anon_inode:[eventfd]")) {
         static int said;
         f->kind = WPP_FD_EVENTFD;
@@ -480,7 +556,7 @@ static int place(int tmp, const struct wpp_fd *f) {
 static int high(int fd) {
   if (fd < 0)
     return fd;
-  int h = fcntl(fd, F_DUPFD_CLOEXEC, FD_HIGH);
+  int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_high);
   close(fd);
   return h;
 }
@@ -539,15 +615,48 @@ static int bind_again(int fd, const struct wpp_fd *f) {
   path[f->addrlen - off] = 0;
   if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
     return -1;
-  int probe = socket(AF_UNIX, f->type | SOCK_CLOEXEC, 0);
-  int alive = probe >= 0 && connect(probe, a, f->addrlen) == 0;
+  /* stale only if a connection is refused: a live listener (even one with
+   * a full backlog: the probe does not wait) or a socket of another type
+   * belongs to someone else */
+  int probe = socket(AF_UNIX, f->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int stale =
+      probe >= 0 && connect(probe, a, f->addrlen) != 0 && errno == ECONNREFUSED;
   if (probe >= 0)
     close(probe);
-  if (alive || unlink(path) != 0) {
+  if (!stale || unlink(path) != 0) {
     errno = EADDRINUSE;
     return -1;
   }
   return bind(fd, a, f->addrlen);
+}
+
+/* The options a socket had that the restore keeps (before it binds). */
+static void apply_opts(int fd, const struct wpp_fd *f) {
+  int on = 1;
+  if (f->reuse)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (f->reuseport)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+  if (f->broadcast)
+    setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof(on));
+  if (f->passcred)
+    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+  if (f->domain == AF_INET6)
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &f->v6only, sizeof(int));
+}
+
+/* Bind to the saved address, and give a socket file its mode back. */
+static int bind_saved(int fd, const struct wpp_fd *f) {
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+  if (bind_again(fd, f) != 0)
+    return -1;
+  if (f->sockmode && f->addrlen > off + 1) {
+    memcpy(path, f->addr + off, f->addrlen - off);
+    path[f->addrlen - off] = 0;
+    chmod(path, f->sockmode);
+  }
+  return 0;
 }
 
 /* A rebuilt socket, moved high with its O_NONBLOCK; or, where the step `why`
@@ -565,27 +674,24 @@ static int socket_done(int fd, const struct wpp_fd *f, const char *why) {
 
 /* A datagram socket: bound where it was (unless it never was), connected to
  * the peer it had, with its options. */
-static int rebuild_dgram(const struct wpp_fd *f) {
+static int rebuild_bound(const struct wpp_fd *f) {
   int fd = socket(f->domain, f->type | SOCK_CLOEXEC, f->proto);
   if (fd < 0)
     return -1;
-  int on = 1, bound = 1;
-  if (f->reuse)
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  if (f->reuseport)
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-  if (f->broadcast)
-    setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof(on));
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  int bound = 1;
+  apply_opts(fd, f);
   if (f->domain == AF_UNIX) /* unnamed: nothing to bind */
-    bound = f->addrlen > offsetof(struct sockaddr_un, sun_path);
+    bound = f->addrlen > off;
   else if (f->domain == AF_INET)
     bound = ((const struct sockaddr_in *)(const void *)f->addr)->sin_port != 0;
   else if (f->domain == AF_INET6)
     bound =
         ((const struct sockaddr_in6 *)(const void *)f->addr)->sin6_port != 0;
-  if (bound && f->addrlen && bind_again(fd, f) != 0)
+  if (bound && f->addrlen && bind_saved(fd, f) != 0)
     return socket_done(fd, f, "be bound to its address");
-  if (f->peer_addrlen &&
+  /* (an AF_UNIX peer without a name, a closed one, cannot be called again) */
+  if (f->peer_addrlen && (f->domain != AF_UNIX || f->peer_addrlen > off) &&
       connect(fd, (const struct sockaddr *)f->peer_addr, f->peer_addrlen) != 0)
     return socket_done(fd, f, "be connected to its peer");
   return socket_done(fd, f, NULL);
@@ -597,7 +703,8 @@ static int rebuild_listener(const struct wpp_fd *f) {
   if (fd < 0)
     return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind_again(fd, f) != 0 || listen(fd, f->backlog) != 0)
+  apply_opts(fd, f);
+  if (bind_saved(fd, f) != 0 || listen(fd, f->backlog) != 0)
     return socket_done(fd, f, "listen at its address");
   return socket_done(fd, f, NULL);
 }
@@ -688,19 +795,18 @@ static void refill(int to, const struct wpp_fd *to_end,
 static void rebuild_sockpair(struct wpp_fd *f) {
   struct wpp_hdr *h = wpp_hdr;
   struct wpp_fd *g = NULL;
-  int sv[2] = {-1, -1};
-  for (uint32_t j = 0; j < h->nfd && !wpp_broken("sockpairs"); j++)
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  int sv[2] = {-1, -1}, broken = wpp_broken("sockpairs");
+  for (uint32_t j = 0; j < h->nfd && !broken; j++)
     if (h->fd[j].kind == WPP_FD_SOCKPAIR && h->fd[j].ino == f->peer &&
         h->fd[j].peer == f->ino && &h->fd[j] != f)
       g = &h->fd[j];
-  if (g && socketpair(AF_UNIX, f->type | SOCK_CLOEXEC, 0, sv) != 0) {
-    wpp_warn("socket pair %d-%d cannot be rebuilt: %s", f->num, g->num,
-             strerror(errno));
-    g = NULL;
-  }
-  if (!g && f->type == SOCK_DGRAM && !wpp_broken("sockpairs"))
-    return; /* connected to another's socket: rebuilt with the datagram ones */
-  if (!g) {
+  if (!g && f->type == SOCK_DGRAM && !broken &&
+      (f->addrlen > off || f->peer_addrlen > off))
+    return; /* bound or connected by name: rebuilt with the bound ones */
+  if (broken || socketpair(AF_UNIX, f->type | SOCK_CLOEXEC, 0, sv) != 0) {
+    if (!broken)
+      wpp_warn("socket pair %d cannot be rebuilt: %s", f->num, strerror(errno));
     if (place(dead_socket(), f) != 0)
       wpp_warn("descriptor %d cannot be recreated", f->num);
     f->kind = -f->kind;
@@ -708,16 +814,29 @@ static void rebuild_sockpair(struct wpp_fd *f) {
   }
   sv[0] = high(sv[0]);
   sv[1] = high(sv[1]);
-  refill(sv[1], g, f); /* what waited to be read at f */
-  refill(sv[0], f, g);
+  refill(sv[1], g ? g : f, f); /* what waited to be read at f */
+  if (g)
+    refill(sv[0], f, g);
+  else /* its peer is gone (closed, or another process's, or TCP): f reads
+          what was queued to it, then the end of the stream */
+    close(sv[1]);
   struct wpp_fd *ends[2] = {f, g};
-  for (int k = 0; k < 2; k++) {
-    if (place(sv[k], ends[k]) != 0)
-      wpp_warn("socket pair %d cannot be placed: %s", ends[k]->num,
-               strerror(errno));
-    else if (ends[k]->flags & O_NONBLOCK)
-      fcntl(ends[k]->num, F_SETFL, O_NONBLOCK);
-    ends[k]->kind = -ends[k]->kind; /* done; flipped back below */
+  for (int k = 0; k < (g ? 2 : 1); k++) {
+    struct wpp_fd *e = ends[k];
+    int on = 1;
+    if (place(sv[k], e) != 0) {
+      wpp_warn("socket pair %d cannot be placed: %s", e->num, strerror(errno));
+    } else {
+      if (e->flags & O_NONBLOCK)
+        fcntl(e->num, F_SETFL, O_NONBLOCK);
+      if (e->passcred)
+        setsockopt(e->num, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+      if (g && (e->shut & 2)) /* shut down for writing, or reading */
+        shutdown(e->num, SHUT_WR);
+      if (g && (e->shut & 1))
+        shutdown(e->num, SHUT_RD);
+    }
+    e->kind = -e->kind; /* done; flipped back below */
   }
 }
 
@@ -802,6 +921,21 @@ static void relock(const struct wpp_fd *f, const struct wpp_lock *l) {
 
 int wpp_fd_restore(const char *dir) {
   struct wpp_hdr *h = wpp_hdr;
+  /* temporaries above the highest number to rebuild, the soft limit raised
+   * (within the hard one) if the numbers and the temporaries need it */
+  int top = 2;
+  for (uint32_t i = 0; i < h->nfd; i++)
+    top = h->fd[i].num > top ? h->fd[i].num : top;
+  fd_high = top + 1;
+  struct rlimit rl;
+  rlim_t need = (rlim_t)fd_high + 2 * h->nfd + 64;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+    rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need)
+      wpp_warn("the limit on open descriptors (%llu) is too low to rebuild "
+               "descriptor %d and the others",
+               (unsigned long long)rl.rlim_cur, top);
+  }
   for (uint32_t i = 0; i < h->nfd; i++) {
     struct wpp_fd *f = &h->fd[i];
     int fd = -2;
@@ -833,7 +967,7 @@ int wpp_fd_restore(const char *dir) {
     case WPP_FD_SOCKPAIR:
       rebuild_sockpair(f);
       break;
-    case WPP_FD_DGRAM: /* below, once every socket is bound */
+    case WPP_FD_BOUND: /* below, once every socket is bound */
       break;
     case WPP_FD_DUP:
       if (broken_dup(f)) /* the old behaviour: a separate file */
@@ -854,10 +988,10 @@ int wpp_fd_restore(const char *dir) {
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t i = 0; i < h->nfd; i++) {
       struct wpp_fd *f = &h->fd[i];
-      if ((f->kind != WPP_FD_DGRAM && f->kind != WPP_FD_SOCKPAIR) ||
+      if ((f->kind != WPP_FD_BOUND && f->kind != WPP_FD_SOCKPAIR) ||
           (f->peer_addrlen != 0) != pass)
         continue;
-      int fd = wpp_broken("dgrams") ? dead_socket() : rebuild_dgram(f);
+      int fd = wpp_broken("dgrams") ? dead_socket() : rebuild_bound(f);
       if (place(fd, f) != 0)
         wpp_warn("descriptor %d cannot be recreated: %s", f->num,
                  strerror(errno));
@@ -957,14 +1091,17 @@ static void save_ptimers(void) {
 
 /* The mappings of files other than the executable, outside the context. */
 static void save_fmaps(void) {
-  static char text[1 << 17];
-  char lname[4200], src[80];
+  size_t cap = 0;
+  char lname[4200], src[80], *text = NULL;
   struct wpp_hdr *h = wpp_hdr;
   struct stat xs, cs;
   h->nfmap = 0;
   if (stat("/proc/self/exe", &xs) != 0 || fstat(wpp_ctxfd, &cs) != 0 ||
-      read_small("/proc/self/maps", text, sizeof(text)) < 0)
+      !(text = read_big("/proc/self/maps", &cap))) {
+    wpp_warn("cannot read /proc/self/maps: mappings of files will not come "
+             "back");
     return;
+  }
   for (char *line = text; *line;) {
     char *nl = strchr(line, '\n');
     if (nl)
@@ -1016,6 +1153,7 @@ static void save_fmaps(void) {
     }
     line = nl ? nl + 1 : line + strlen(line);
   }
+  free_big(text, cap);
 }
 
 /* Thread ids as /proc shows them (the namespace /proc was mounted in) and

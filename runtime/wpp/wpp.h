@@ -80,8 +80,10 @@ enum wpp_fd_kind {
   WPP_FD_SOCKPAIR, /* an AF_UNIX socket whose peer the program also holds
                       (socketpair, or both ends of a local connection):
                       rebuilt as a pair, with the bytes or messages queued */
-  WPP_FD_DGRAM,    /* a datagram socket (UDP, AF_UNIX) otherwise: a new one
-                      bound to its address, connected to its peer */
+  WPP_FD_BOUND,    /* a datagram socket (UDP, AF_UNIX) otherwise, or a stream
+                      socket never connected nor listening: a new one bound
+                      to its address (and a datagram one connected to its
+                      peer) */
 };
 
 /* A lock held through an open file (fdinfo "lock:"), taken again at a
@@ -112,10 +114,14 @@ struct wpp_fd {
   uint64_t pipe_off; /* where those bytes are, from WPP_PIPEBUF_OFF */
   int32_t pipe_size; /* F_GETPIPE_SZ */
   int32_t sndbuf;    /* socket pairs: SO_SNDBUF */
-  uint8_t addr[112]; /* bound address, listening sockets */
+  uint8_t addr[112]; /* sockets: the bound address */
   int32_t reuse;     /* SO_REUSEADDR */
-  int32_t reuseport,
-      broadcast; /* datagram sockets: SO_REUSEPORT, SO_BROADCAST */
+  int32_t reuseport; /* SO_REUSEPORT */
+  int32_t broadcast; /* SO_BROADCAST */
+  int32_t v6only;    /* IPV6_V6ONLY */
+  int32_t passcred;  /* SO_PASSCRED */
+  int32_t shut;      /* AF_UNIX: halves shut down (1 read, 2 write) */
+  uint32_t sockmode; /* AF_UNIX bound to a path: the socket file's mode */
   uint32_t peer_addrlen;
   uint8_t peer_addr[112]; /* datagram sockets: the connected peer */
   int32_t dup_of;  /* WPP_FD_DUP: the descriptor whose open file it shares */

@@ -437,6 +437,13 @@ def test_second_start_is_refused_and_harmless(work, progs):
             assert f"in use by another process (pid {pid.strip()})" in r.stderr, r.stderr
             assert "--context" in r.stderr
             assert (ctx / "pid").read_text() == pid
+        # --fresh on a context in use is refused too, and removes nothing (it once deleted
+        # the running program's context, whose next save then resumed as a fresh start)
+        ino = (ctx / "wpp.ctx").stat().st_ino
+        fresh = g.pmkit("wpp", "run", "--fresh", "--context", str(ctx), "--", str(exe), "2")
+        r = subprocess.run(fresh, capture_output=True, text=True, env=env, timeout=10)
+        assert r.returncode == 2 and f"in use by pid {pid.strip()}" in r.stderr, r
+        assert (ctx / "wpp.ctx").stat().st_ino == ino
         k = subprocess.run(g.pmkit("wpp", "kill", exe.name), capture_output=True, text=True)
         assert k.returncode == 0 and f"pid {pid.strip()}" in k.stdout, k
         p.communicate(timeout=30)

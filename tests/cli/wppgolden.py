@@ -102,13 +102,18 @@ def trial(
     scratch: Path,
     rng: random.Random,
     scale: float = 1.0,
+    persist: bool = True,
 ) -> Trial:
     """One trial: k in 1..3 failures, each at a random point of the remaining run (of the
-    native run time times `scale`)."""
+    native run time times `scale`). persist=False is the control: the program runs without
+    WPP, so a failure kills it and the next run starts over (its output must differ)."""
     prog = PROGRAMS[name]
     ctx = scratch / "ctx"
     shutil.rmtree(ctx, ignore_errors=True)
     env = dict(os.environ, PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1", **prog.env)
+    if not persist:
+        env = {k: v for k, v in env.items() if not k.startswith("PMKIT_WPP")}
+    stopped = SAVED_EXIT if persist else -signal.SIGPWR
     k = rng.randint(1, 3)
     out, restores, sent, rc, errs = b"", 0, 0, None, b""
     for _ in range(k + 20):
@@ -130,7 +135,7 @@ def trial(
         out += o
         errs += e
         rc = p.returncode
-        if rc != SAVED_EXIT:
+        if rc != stopped:
             break
         restores += 1
     left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
@@ -148,12 +153,12 @@ def trial(
     return Trial(True, restores, sent)
 
 
-def restored_trial(exe, name, want, runtime, scratch, rng) -> Trial:
+def restored_trial(exe, name, want, runtime, scratch, rng, persist: bool = True) -> Trial:
     """A trial that had a restore, or failed: one whose program ended before the failure
     came is run again, up to 3 times, with the failures drawn from a half, a quarter and an
     eighth of the run (the native run may have been slower, on a loaded machine)."""
     for attempt in range(4):
-        t = trial(exe, name, want, runtime, scratch, rng, 0.5**attempt)
+        t = trial(exe, name, want, runtime, scratch, rng, 0.5**attempt, persist)
         if not t.ok or t.restores:
             break
     return t

@@ -2,10 +2,12 @@
 """The real-program tier: code nobody here wrote, from Debian 12's source packages (fetched by
 tests/real/debsrc.py, never committed), built with pmkit and checked. `make test-real` runs
 every program; `--quick` (part of `make test`) runs fewer trials of each program marked quick.
-One progress line per step on stdout; a JSON summary with --json FILE. Exit status 1 if any
-check failed, and every verdict line says what it covered.
+One progress line per step on stdout. --results writes bench/results/real-<mode>.json (one
+file per mode, in the benchmarks' format: machine, commit, each program's result), from which
+bench/report.py makes the "real programs" section of docs/results.md; --json FILE writes the
+raw results. Exit status 1 if any check failed; every verdict line says what it covered.
 
-    python tests/real/realtier.py [--quick] [--programs evkv] [--json out.json]
+    python tests/real/realtier.py [--quick] [--programs evkv] [--results] [--json out.json]
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def run(cmd: list[str], cwd: Path, log: Path, env: dict | None = None) -> None:
         raise Failed(f"{cmd[0]} failed ({r.returncode}); the end of {log}:\n" + "\n".join(tail))
 
 
+def fresh_tree(package: str, pin: str, work: Path, name: str) -> tuple[Path, str, Path]:
+    """A copy of a Debian source tree (debsrc.fetch) to build in: (tree, version, build log)."""
+    tree, version = debsrc.fetch(package, pin, log=say)
+    src = work / name
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(tree, src, symlinks=True)
+    log = work / f"{name}-build.log"
+    log.unlink(missing_ok=True)
+    return src, version, log
+
+
 # ---- libevent, and the libevent server (tests/real/evkv.c) -----------------------------------
 
 LIBEVENT = "2.1.12-stable-8+deb12u1"
@@ -69,11 +82,7 @@ def build_libevent(work: Path) -> Path:
         say(f"  libevent {version}: built (cached in {prefix})")
         return prefix
     t0 = time.monotonic()
-    src = work / "libevent-src"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(tree, src, symlinks=True)
-    log = work / "libevent-build.log"
-    log.unlink(missing_ok=True)
+    src, version, log = fresh_tree("libevent", LIBEVENT, work, "libevent-src")
     shutil.rmtree(prefix, ignore_errors=True)
     run(["autoreconf", "-fi"], src, log)
     cc = " ".join(wppgolden.pmkit("wpp", "cc"))
@@ -217,12 +226,8 @@ def build_memcached(work: Path, libevent: Path, wpp: bool) -> Path:
     musl builds of libsasl2 and OpenSSL) against the libevent above; built with `pmkit wpp cc`
     (wpp), or with `musl-gcc -static`, the same program without the runtime (the native
     baseline of the throughput comparison)."""
-    tree, version = debsrc.fetch("memcached", MEMCACHED, log=say)
     kind = "wpp" if wpp else "native"
-    src = work / f"memcached-{kind}"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(tree, src, symlinks=True)
-    log = work / f"memcached-{kind}-build.log"
+    src, version, log = fresh_tree("memcached", MEMCACHED, work, f"memcached-{kind}")
     t0 = time.monotonic()
     cc = " ".join(wppgolden.pmkit("wpp", "cc")) if wpp else "musl-gcc -static"
     run(["autoreconf", "-fi"], src, log)
@@ -335,6 +340,118 @@ def memcached(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
     return res
 
 
+# ---- batch programs: byte-identical output after power failures ---------------------------
+
+LUA = "5.4.4-3+deb12u1"
+SQLITE = "3.40.1-2+deb12u2"
+SCRIPTS = HERE / "scripts"
+
+
+def build_lua(work: Path) -> Path:
+    """Debian's lua5.4 built as debian/rules builds it (its libtool build from
+    debian/configure.ac, `make linux-readline`), with `pmkit wpp cc`, static (libtool
+    --disable-shared), and without readline (Debian ships no musl readline): `make linux`."""
+    src, version, log = fresh_tree("lua5.4", LUA, work, "lua-src")
+    t0 = time.monotonic()
+    lt = src / "debian" / "libtool"
+    lt.mkdir()
+    shutil.copy(src / "debian" / "configure.ac", lt)
+    cc = " ".join(wppgolden.pmkit("wpp", "cc"))
+    run(["autoreconf", "-f", "-i"], lt, log, env=dict(os.environ, LIBTOOLIZE="libtoolize -i"))
+    run(["./configure", f"CC={cc}", "--disable-shared"], lt, log)
+    (src / "src" / "lua5.4-deb-multiarch.h").write_text(
+        "#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n"
+        '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n#endif\n'
+    )
+    run(
+        ["make", f"-j{JOBS}", "linux", f"LIBTOOL={lt / 'libtool'}", f"CC={cc} -std=gnu99"],
+        src,
+        log,
+    )
+    say(f"  lua5.4 {version}: built in {time.monotonic() - t0:.0f} s")
+    return src / "src" / "lua5.4"
+
+
+# debian/rules' CFLAGS for sqlite3, as Debian builds it
+SQLITE_CFLAGS = (
+    "-O2 -fno-strict-aliasing -DSQLITE_SECURE_DELETE -DSQLITE_ENABLE_COLUMN_METADATA "
+    "-DSQLITE_ENABLE_FTS3 -DSQLITE_ENABLE_FTS3_PARENTHESIS -DSQLITE_ENABLE_RTREE=1 "
+    "-DSQLITE_SOUNDEX=1 -DSQLITE_ENABLE_UNLOCK_NOTIFY -DSQLITE_OMIT_LOOKASIDE=1 "
+    "-DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ALLOW_ROWID_IN_VIEW "
+    "-DSQLITE_ENABLE_UPDATE_DELETE_LIMIT=1 -DSQLITE_ENABLE_LOAD_EXTENSION "
+    "-DSQLITE_ENABLE_JSON1 -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_THREADSAFE=1 "
+    "-DSQLITE_ENABLE_FTS3_TOKENIZER=1 -DSQLITE_USE_URI=1 -DSQLITE_MAX_SCHEMA_RETRY=25 "
+    "-DSQLITE_ENABLE_PREUPDATE_HOOK -DSQLITE_ENABLE_SESSION -DSQLITE_ENABLE_STMTVTAB "
+    "-DSQLITE_MAX_VARIABLE_NUMBER=250000"
+)
+
+
+def build_sqlite(work: Path) -> Path:
+    """Debian's sqlite3 shell configured as debian/rules configures it (dh_autoreconf, its
+    CFLAGS and --enable flags) with `pmkit wpp cc`, static, without the Tcl extension and
+    readline (glibc libraries); the build runs tclsh to generate headers."""
+    src, version, log = fresh_tree("sqlite3", SQLITE, work, "sqlite-src")
+    t0 = time.monotonic()
+    cc = " ".join(wppgolden.pmkit("wpp", "cc"))
+    run(["autoreconf", "-fi"], src, log)
+    flags = ["--enable-threadsafe", "--enable-load-extension", "--enable-json"]
+    flags += ["--enable-fts4", "--enable-fts5", "--disable-amalgamation"]
+    flags += ["--disable-shared", "--disable-tcl", "--disable-readline"]
+    run(["./configure", f"CC={cc}", f"CFLAGS={SQLITE_CFLAGS}", *flags, "SHELL=/bin/sh"], src, log)
+    run(["make", "sqlite3.h"], src, log)  # generated first: the parallel build races on it
+    run(["make", f"-j{JOBS}", "sqlite3"], src, log)
+    say(f"  sqlite3 {version}: built in {time.monotonic() - t0:.0f} s")
+    return src / "sqlite3"
+
+
+def golden(name: str, exe: Path, args: list[str], work: Path, trials: int, rng) -> dict:
+    """trials of 1-3 power failures at random moments (tests/cli/wppgolden.py), each requiring
+    the output of an uninterrupted run byte for byte, an exit status 0 and an emptied context;
+    then the control, the same without WPP (a failure kills it, the rerun starts over), which
+    must be caught with different output."""
+    wppgolden.PROGRAMS[name] = wppgolden.Program(name, args, timeout=120)
+    want, runtime = wppgolden.native(exe, name, work)
+    restores, problems = 0, []
+    for i in range(trials):
+        t = wppgolden.restored_trial(exe, name, want, runtime, work, rng)
+        restores += t.restores
+        if not (t.ok and t.restores):
+            problems.append(t.why or "no restore happened")
+        verdict = "ok" if t.ok else "FAILED"
+        say(f"  {name} trial {i + 1}/{trials}: {verdict}, {t.restores} restore(s)")
+    if problems:
+        raise Failed(f"{name}: {len(problems)} of {trials} trials failed: {problems[:3]}")
+    control = wppgolden.restored_trial(exe, name, want, runtime, work, rng, persist=False)
+    if control.ok or "stdout differs" not in control.why:
+        raise Failed(f"{name} without WPP was not caught with different output: {control.why}")
+    return {
+        "trials": trials,
+        "power_failures": restores,
+        "output_bytes": len(want),
+        "native_seconds": round(runtime, 2),
+        "control_without_wpp": control.why[:200],
+        "verdict": (
+            f"{trials} trials, {restores} power failures, output byte-identical to an "
+            f"uninterrupted run ({len(want)} bytes) every time; must-fail: without WPP the "
+            f"output differed"
+        ),
+    }
+
+
+def lua(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """Debian's lua5.4 running tests/real/scripts/golden.lua under WPP."""
+    exe = build_lua(work)
+    return {"lua": LUA, **golden("lua5.4", exe, [str(SCRIPTS / "golden.lua")], work, trials, rng)}
+
+
+def sqlite(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """Debian's sqlite3 shell running tests/real/scripts/golden.sql on an in-memory database
+    under WPP."""
+    exe = build_sqlite(work)
+    args = [":memory:", f".read {SCRIPTS / 'golden.sql'}"]
+    return {"sqlite": SQLITE, **golden("sqlite3", exe, args, work, trials, rng)}
+
+
 # ---- the tier ------------------------------------------------------------------------------
 
 
@@ -342,6 +459,9 @@ def memcached(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
 class Real:
     name: str
     what: str
+    mode: str  # the results file: bench/results/real-<mode>.json
+    source: str  # where the code comes from
+    glue: str  # what a user does to build it, besides the program's own build
     run: Callable[[Path, int, random.Random, bool], dict]
     trials: int  # in make test-real
     quick_trials: int  # in make test (0: not in the quick subset)
@@ -349,16 +469,76 @@ class Real:
 
 PROGRAMS = {
     "evkv": Real(
-        "evkv", "libevent server under WPP (Debian's libevent)", evkv, trials=10, quick_trials=2
+        "evkv",
+        "libevent server under WPP (Debian's libevent)",
+        "wpp",
+        f"tests/real/evkv.c (ours) on Debian's libevent {LIBEVENT}",
+        "libevent: autoreconf -fi; ./configure CC='pmkit wpp cc' --disable-shared "
+        "--disable-openssl; make install. The server: pmkit wpp cc ... libevent_core.a "
+        "libevent_pthreads.a",
+        evkv,
+        trials=10,
+        quick_trials=2,
     ),
     "memcached": Real(
         "memcached",
         "Debian's memcached and libevent under WPP",
+        "wpp",
+        f"Debian's memcached {MEMCACHED}, unmodified",
+        "libevent as for evkv; memcached: autoreconf -fi; ./configure CC='pmkit wpp cc' "
+        "--with-libevent=PREFIX; make memcached (0 lines of source changed)",
         memcached,
         trials=10,
         quick_trials=0,
     ),
+    "lua5.4": Real(
+        "lua5.4",
+        "Debian's lua5.4 running a script under WPP",
+        "wpp",
+        f"Debian's lua5.4 {LUA}, unmodified; tests/real/scripts/golden.lua (ours)",
+        "Debian's libtool build (autoreconf in debian/libtool, ./configure CC='pmkit wpp cc' "
+        "--disable-shared), make linux (no readline) (0 lines of source changed)",
+        lua,
+        trials=10,
+        quick_trials=0,
+    ),
+    "sqlite3": Real(
+        "sqlite3",
+        "Debian's sqlite3 shell on an in-memory database under WPP",
+        "wpp",
+        f"Debian's sqlite3 {SQLITE}, unmodified; tests/real/scripts/golden.sql (ours)",
+        "autoreconf -fi; ./configure CC='pmkit wpp cc' with Debian's CFLAGS and flags, "
+        "--disable-shared --disable-tcl --disable-readline; make sqlite3 (0 lines changed)",
+        sqlite,
+        trials=10,
+        quick_trials=0,
+    ),
 }
+
+
+def write_results(results: dict, programs: dict) -> None:
+    """bench/results/real-<mode>.json for each mode that ran, the benchmarks' format."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import run as harness  # noqa: E402  (bench/run.py: machine and commit records)
+
+    for mode in sorted({p.mode for p in programs.values()}):
+        doc = {
+            "schema": 1,
+            "benchmark": f"real-{mode}",
+            "description": f"Programs from Debian's source packages under {mode} mode "
+            "(tests/real/realtier.py, make test-real).",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "machine": harness.machine_info(ROOT / "build"),
+            "commit": harness.git_commit(),
+            "programs": {
+                n: {"source": p.source, "glue": p.glue, **results[n]}
+                for n, p in programs.items()
+                if p.mode == mode
+            },
+        }
+        out = ROOT / "bench" / "results" / f"real-{mode}.json"
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+        say(f"wrote {out}")
 
 
 def main() -> int:
@@ -367,7 +547,10 @@ def main() -> int:
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir", type=Path, default=Path("/dev/shm/pmkit-real"))
-    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--json", type=Path, help="write the raw results here")
+    ap.add_argument(
+        "--results", action="store_true", help="write bench/results/real-<mode>.json (not quick)"
+    )
     a = ap.parse_args()
     names = a.programs.split(",")
     unknown = [n for n in names if n not in PROGRAMS]
@@ -395,6 +578,8 @@ def main() -> int:
             say(f"[{i}/{len(chosen)}] {p.name}: FAILED: {e} (work kept in {work})")
     if a.json:
         a.json.write_text(json.dumps(results, indent=2) + "\n")
+    if a.results and not a.quick:
+        write_results(results, {p.name: p for p in chosen})
     took = time.monotonic() - t_all
     say(f"real programs: {len(chosen) - len(bad)} of {len(chosen)} passed in {took:.0f} s")
     return 1 if bad else 0
