@@ -431,6 +431,15 @@ static int shared_with(const struct wpp_fd *f, int num) {
   return -1;
 }
 
+void wpp_stdio_note(void) {
+  struct stat st;
+  for (int k = 0; k < 3; k++) {
+    int ok = fstat(k, &st) == 0;
+    wpp_hdr->stdio_dev[k] = ok ? st.st_dev : 0;
+    wpp_hdr->stdio_ino[k] = ok ? st.st_ino : 0;
+  }
+}
+
 void wpp_fd_save(void) {
   struct wpp_hdr *h = wpp_hdr;
   char dents[4096], path[64], info[8192], target[1024], lname[4200];
@@ -467,7 +476,16 @@ void wpp_fd_save(void) {
         continue;
       f->ino = st.st_ino;
       f->dev = st.st_dev;
-      if (num <= 2) {
+      /* the new run's 0, 1 or 2 stands in for what was one of them at the
+       * start, wherever it is now (saved = dup(1)); a 0-2 the program
+       * pointed elsewhere (dup2(pipe, 1)) is rebuilt like any descriptor */
+      f->dup_of = -1;
+      for (int k = 0; k < 3 && f->dup_of < 0; k++)
+        if (st.st_ino == h->stdio_ino[k] && st.st_dev == h->stdio_dev[k] &&
+            (num <= 2 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+             S_ISCHR(st.st_mode)))
+          f->dup_of = k;
+      if (f->dup_of >= 0) {
         f->kind = WPP_FD_INHERIT;
         h->nfd++;
         continue;
@@ -936,6 +954,10 @@ int wpp_fd_restore(const char *dir) {
                "descriptor %d and the others",
                (unsigned long long)rl.rlim_cur, top);
   }
+  /* the new run's 0-2, kept before anything is placed over them */
+  int stdio[3];
+  for (int k = 0; k < 3; k++)
+    stdio[k] = high(fcntl(k, F_DUPFD_CLOEXEC, 3));
   for (uint32_t i = 0; i < h->nfd; i++) {
     struct wpp_fd *f = &h->fd[i];
     int fd = -2;
@@ -967,6 +989,10 @@ int wpp_fd_restore(const char *dir) {
     case WPP_FD_SOCKPAIR:
       rebuild_sockpair(f);
       break;
+    case WPP_FD_INHERIT: /* was 0, 1 or 2 at the start: the new run's */
+      if (f->dup_of >= 0 && f->dup_of <= 2 && f->dup_of != f->num)
+        fd = high(fcntl(stdio[f->dup_of], F_DUPFD_CLOEXEC, 3));
+      break;
     case WPP_FD_BOUND: /* below, once every socket is bound */
       break;
     case WPP_FD_DUP:
@@ -996,6 +1022,8 @@ int wpp_fd_restore(const char *dir) {
         wpp_warn("descriptor %d cannot be recreated: %s", f->num,
                  strerror(errno));
     }
+  for (int k = 0; k < 3; k++)
+    close(stdio[k]);
   for (uint32_t i = 0; i < h->nfd; i++)
     if (h->fd[i].kind < 0)
       h->fd[i].kind = -h->fd[i].kind;

@@ -996,6 +996,7 @@ static _Noreturn void restore(int fd, int ns, const char *path, int argc,
   term_defaults();
   install_save_handler();
   wpp_fd_restore(wpp_dir);
+  wpp_stdio_note();
   int handler;
   revive_threads(&handler);
   /* the threads wait for revive_go, with every signal blocked until their
@@ -1120,6 +1121,7 @@ int wpp_main(int argc, char **argv, char **envp) {
   persist_static_data(fd);
   wpp_on = 1;
   copy_args(argc, argv, envp);
+  wpp_stdio_note();
   /* the program's threads never take SIGPWR (blocked above, inherited):
    * the master waits for it */
   install_save_handler();

@@ -71,7 +71,9 @@ enum wpp_fd_kind {
   WPP_FD_LISTEN,   /* a listening socket, rebuilt */
   WPP_FD_SOCKET,   /* any other socket: comes back dead */
   WPP_FD_EPOLL,    /* an epoll set, rebuilt from its registrations */
-  WPP_FD_INHERIT,  /* 0, 1, 2: the next run's own descriptors */
+  WPP_FD_INHERIT,  /* 0, 1, 2: the next run's own descriptors; and a pipe,
+                      socket or terminal that was 0, 1 or 2 at the start
+                      (dup_of says which): the next run's, shared */
   WPP_FD_DEAD,     /* cannot be recreated: comes back as a closed socket */
   WPP_FD_DUP,      /* shares the open file of descriptor dup_of (kcmp) */
   WPP_FD_EVENTFD,  /* rebuilt with its counter and EFD_SEMAPHORE */
@@ -214,6 +216,10 @@ struct wpp_hdr {
   uint32_t nepoll;
   uint32_t nfd;
   uint32_t pad2;
+  /* what 0, 1 and 2 were at the start (or the last restore): a descriptor
+   * still on one of them after 0-2 were redirected (saved = dup(1)) is given
+   * the new run's own */
+  uint64_t stdio_dev[3], stdio_ino[3];
   struct wpp_fd fd[WPP_MAX_FD];
   struct wpp_epoll_reg epoll[WPP_MAX_EPOLL];
   uint32_t nptimer, nfmap;
@@ -281,6 +287,7 @@ WPP_HIDDEN int wpp_reserve(uint64_t off, uint64_t len);
 /* fd.c: descriptors, and the kernel objects read the same way (POSIX
  * timers, file mappings, pending signals) */
 WPP_HIDDEN void wpp_fd_save(void);
+WPP_HIDDEN void wpp_stdio_note(void);
 WPP_HIDDEN int wpp_fd_restore(const char *dir);
 WPP_HIDDEN void wpp_fd_cleanup(const char *dir);
 /* before the threads are stopped: which thread ids /proc shows stand for

@@ -16,11 +16,14 @@
 //   highfd     a pipe at descriptors 700 and 701 with 10 bytes in it
 //   dual       TCP listeners on one port of 127.0.0.1 and of ::1 (V6ONLY)
 //   mode       a Unix listener whose socket file was made 0666
+//   redir      stdout pointed into a pipe a logger thread drains, the real
+//              one kept as a dup: both must be where they were
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +98,18 @@ static int dial(int family, const char *addr, int port) {
   }
   close(s);
   return r == 0;
+}
+
+static int logpipe[2], logged;
+
+static void *logger(void *a) {
+  (void)a;
+  char b[256];
+  ssize_t r;
+  while ((r = read(logpipe[0], b, sizeof(b))) > 0)
+    for (ssize_t i = 0; i < r; i++)
+      logged += b[i] == '\n';
+  return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -185,6 +200,21 @@ int main(int argc, char **argv) {
     nap();
     printf("dual: v4 %d v6 %d\n", dial(AF_INET, "127.0.0.1", port),
            dial(AF_INET6, "::1", port));
+  } else if (!strcmp(mode, "redir")) {
+    int real = dup(1);
+    pthread_t t;
+    if (pipe(logpipe) != 0 || dup2(logpipe[1], 1) != 1)
+      return 1;
+    close(logpipe[1]);
+    pthread_create(&t, NULL, logger, NULL);
+    for (int i = 0; i < 16; i++) {
+      printf("line %d\n", i);
+      fflush(stdout);
+      usleep(50000);
+    }
+    close(1);
+    pthread_join(t, NULL);
+    dprintf(real, "redir: the logger saw %d of 16 lines\n", logged);
   } else if (!strcmp(mode, "mode")) {
     char dir[] = "/tmp/sockedge.XXXXXX";
     struct sockaddr_un u = {.sun_family = AF_UNIX};
