@@ -1235,6 +1235,7 @@ long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e, long f) {
     sys4(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&m, 0, 8);
     save_unblocked = 1;
   }
+  long done = 0;
   for (;;) {
     uint32_t g = wpp_hdr->generation;
     long r = wpp_real.syscall_cp(nr, a, b, c, d, e, f);
@@ -1242,7 +1243,18 @@ long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e, long f) {
     if (r == -EINTR && wpp_hdr->generation != g && nr != SYS_clock_nanosleep &&
         nr != SYS_nanosleep && !wpp_broken("eintr"))
       continue;
-    return r;
+    /* a blocking write or send the save cut short (the kernel returns what
+     * it had sent when a signal comes) sends the rest: natively it would not
+     * have returned before it was all sent */
+    if ((nr == SYS_write || nr == SYS_sendto) && r > 0 && r < c &&
+        wpp_hdr->generation != g && !wpp_broken("eintr") &&
+        !(fcntl((int)a, F_GETFL) & O_NONBLOCK)) {
+      done += r;
+      b += r;
+      c -= r;
+      continue;
+    }
+    return done && r < 0 ? done : r + done;
   }
 }
 

@@ -18,6 +18,8 @@
 //   mode       a Unix listener whose socket file was made 0666
 //   redir      stdout pointed into a pipe a logger thread drains, the real
 //              one kept as a dup: both must be where they were
+//   bigsend    a blocking send of 300,000 bytes to a pair nobody reads yet:
+//              cut short by the save, it must still send them all
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -100,7 +102,18 @@ static int dial(int family, const char *addr, int port) {
   return r == 0;
 }
 
-static int logpipe[2], logged;
+static int logpipe[2], logged, bigpair[2];
+static long bigread;
+
+static void *late_reader(void *a) {
+  (void)a;
+  char b[65536];
+  ssize_t r;
+  nap();
+  while ((r = read(bigpair[1], b, sizeof(b))) > 0)
+    bigread += r;
+  return NULL;
+}
 
 static void *logger(void *a) {
   (void)a;
@@ -215,6 +228,15 @@ int main(int argc, char **argv) {
     close(1);
     pthread_join(t, NULL);
     dprintf(real, "redir: the logger saw %d of 16 lines\n", logged);
+  } else if (!strcmp(mode, "bigsend")) {
+    static char b[300000];
+    pthread_t t;
+    socketpair(AF_UNIX, SOCK_STREAM, 0, bigpair);
+    pthread_create(&t, NULL, late_reader, NULL);
+    ssize_t n = send(bigpair[0], b, sizeof(b), 0);
+    shutdown(bigpair[0], SHUT_WR);
+    pthread_join(t, NULL);
+    printf("bigsend: one send of %zd, %ld read\n", n, bigread);
   } else if (!strcmp(mode, "mode")) {
     char dir[] = "/tmp/sockedge.XXXXXX";
     struct sockaddr_un u = {.sun_family = AF_UNIX};
