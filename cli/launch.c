@@ -182,13 +182,18 @@ static void running(const char *prog, char *out, size_t cap) {
   size_t plen = strlen(prog);
   DIR *d = opendir(ROOT "/.running");
   for (struct dirent *e; d && (e = readdir(d));) {
-    if (strncmp(e->d_name, prog, plen) || e->d_name[plen] != '@')
-      continue;
-    long pid = strtol(e->d_name + plen + 1, NULL, 10);
+    const char *at = strrchr(e->d_name, '@');
+    long pid = at ? strtol(at + 1, NULL, 10) : 0;
     char p[PATH_MAX + 300];
     snprintf(p, sizeof(p), ROOT "/.running/%s", e->d_name);
+    if (pid > 0 && !alive(pid)) {
+      unlink(p); /* left by a program killed with its supervisor */
+      continue;
+    }
+    if (strncmp(e->d_name, prog, plen) || e->d_name[plen] != '@')
+      continue;
     ssize_t l = readlink(p, link, sizeof(link) - 1);
-    if (pid <= 0 || l <= 0 || !alive(pid))
+    if (pid <= 0 || l <= 0)
       continue;
     link[l] = 0;
     snprintf(found, sizeof(found), "%s", link);

@@ -122,13 +122,37 @@ def _launch(argv: list[str]) -> int:
     return EXIT_USAGE  # not reached
 
 
+def _in_use(ctx: Path) -> bool:
+    """Whether a program runs in the context: it holds a lock on the directory for its whole
+    run (runtime/wpp/wpp.c, lock_context_dir)."""
+    import fcntl
+
+    try:
+        fd = os.open(ctx, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def cmd_info(args) -> int:
     ctx = _context_of(args.target, None)
     h = read_header(ctx)
+    h["running"] = _in_use(ctx)
+    state = h["state"]
+    if state != "SAVED" and not h["running"]:
+        # a program killed without a save (SIGKILL, a crash) leaves its last state behind
+        state += " but no program runs in it: it ended without a save and cannot be resumed"
+        state += " (start afresh: pmkit wpp run --fresh)"
     if args.json:
         print(json.dumps(h, indent=2))
         return EXIT_OK
-    print(f"{h['path']}: {h['state']}, {h['restores']} restore(s), layout {h['version']}")
+    print(f"{h['path']}: {state}, {h['restores']} restore(s), layout {h['version']}")
     print(f"  heap in use {h['heap_bytes'] >> 10} KiB, static data {h['static_data_bytes']} B")
     print(f"  threads saved {h['threads_saved']}, restored {h['threads_restored']}")
     print(f"  last restore {h['last_restore_ms']:.2f} ms; pid namespace: {h['pid_namespace']}")

@@ -902,10 +902,10 @@ static void warn_new_args(int argc, char **argv) {
   for (int i = 1; same && i < argc; i++)
     same = wpp_in_heap(old[i], 1) && !strcmp(old[i], argv[i]);
   if (!same)
-    wpp_warn("the program resumes with the arguments it started with; the %d "
-             "argument(s) given now are ignored (start afresh to use them: "
-             "pmkit wpp run --fresh)",
-             argc - 1);
+    wpp_warn("the program resumes with the arguments it started with (%d); "
+             "the %d given now differ and are ignored (start afresh to use "
+             "them: pmkit wpp run --fresh)",
+             h->argc - 1, argc - 1);
 }
 
 static _Noreturn void restore(int fd, int ns, const char *path, int argc,

@@ -432,6 +432,16 @@ def test_run_kill_info_resume(work, progs):
     assert not list(ctx.iterdir())
     bad = subprocess.run(g.pmkit("wpp", "kill", "--context", str(ctx)), capture_output=True)
     assert bad.returncode == 2 and b"no program is running" in bad.stderr
+    # killed without a save: info says it cannot be resumed (it said RUNNING, as if it ran)
+    p = subprocess.Popen(run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    while not (ctx / "pid").exists() and time.monotonic() < deadline + 20:
+        time.sleep(0.02)
+    live = subprocess.run(g.pmkit("wpp", "info", str(ctx)), capture_output=True, text=True)
+    subprocess.run(["pkill", "-KILL", "-f", f"{progs['compute']} 2 400"])
+    p.wait(timeout=30)
+    dead = subprocess.run(g.pmkit("wpp", "info", str(ctx)), capture_output=True, text=True)
+    assert "RUNNING," in live.stdout and "no program runs" not in live.stdout, live
+    assert "RUNNING but no program runs in it" in dead.stdout, dead
 
 
 def test_second_start_is_refused_and_harmless(work, progs):
