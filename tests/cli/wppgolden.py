@@ -324,7 +324,14 @@ def kv_trial(
         restores += 1
         # (a resumed server ignores its arguments; a fresh one needs the port again)
         srv = subprocess.Popen(restart, stdout=log, stderr=log, env=env)
-    out, err = cli.communicate(timeout=120)
+    try:
+        out, err = cli.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        for proc in (cli, srv):
+            proc.kill()
+            proc.wait(timeout=30)
+        log.close()
+        return False, restores, "the client did not finish within 120 s"
     # The client may end while a restarted server is still restoring, before it listens again:
     # retry while it runs (a server that died instead is reported below by its exit status).
     deadline = time.monotonic() + 10
@@ -344,7 +351,15 @@ def kv_trial(
             time.sleep(0.01)
     if stop_with_term:
         srv.send_signal(signal.SIGTERM)
-    srv.wait(timeout=30)
+    try:
+        srv.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        # a server that does not stop (a must-fail control can leave one spinning) is killed,
+        # its supervisor first (the program dies with it), never left running
+        srv.kill()
+        srv.wait(timeout=30)
+        log.close()
+        return False, restores, "the server did not stop within 30 s of being told to"
     log.close()
     left = sorted(x.name for x in ctx.iterdir()) if ctx.exists() else []
     if cli.returncode != 0:
