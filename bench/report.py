@@ -145,6 +145,8 @@ def provenance(doc: dict) -> list[str]:
         shown = ", ".join(f"`{f}`" for f in files[:6]) + (", ..." if len(files) > 6 else "")
         dirty = f" with uncommitted changes to {shown}" if files else " (with uncommitted changes)"
     cpu = f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores"
+    if "load_average_1min" in m:
+        cpu += f", load average {m['load_average_1min']} at the start"
     flushes = ", ".join(m.get("cache_flush_instructions", [])) or "none"
     lines = [
         f"- Machine: {cpu} (flush instructions: {flushes}); {m.get('kernel', '?')}; "
@@ -1588,7 +1590,8 @@ def section_real(doc: dict, out: Output) -> list[str]:
         "checked; the controls must fail.",
         "",
         f"Machine: {m.get('cpu_model', '?')}, {m.get('cores', '?')} cores, "
-        f"{m.get('kernel', '?')}; commit {doc['commit'].get('sha', '?')[:10]}; {doc['date']}.",
+        f"{m.get('kernel', '?')}, load average {m.get('load_average_1min', '?')} at the start; "
+        f"commit {doc['commit'].get('sha', '?')[:10]}; {doc['date']}.",
         "",
     ]
     rows = []

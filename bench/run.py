@@ -232,6 +232,8 @@ def machine_info(build_dir: Path) -> dict:
     if libc:
         info["libc"] = libc
     info["python"] = platform.python_version()
+    # what else ran: a figure measured beside busy processes is not what it seems
+    info["load_average_1min"] = round(os.getloadavg()[0], 2)
     info.update(cmake_cache(build_dir))
     return info
 
@@ -288,6 +290,13 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                 f"(cmake --build {args.build_dir}) or pass --build-dir"
             )
     machine = machine_info(build_dir)
+    if machine["load_average_1min"] > 0.5 * (os.cpu_count() or 1):
+        print(
+            f"run.py: warning: the load average is {machine['load_average_1min']} on "
+            f"{os.cpu_count()} cores: other work is running, and the figures will show it "
+            "(recorded as load_average_1min)",
+            file=sys.stderr,
+        )
     if machine.get("build_type", "") not in ("Release", "RelWithDebInfo"):
         print(
             f"run.py: warning: {build_dir} has CMAKE_BUILD_TYPE="

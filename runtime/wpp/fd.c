@@ -44,6 +44,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -431,6 +432,35 @@ static int shared_with(const struct wpp_fd *f, int num) {
   return -1;
 }
 
+/* A deleted file (a temporary, as sqlite3 makes them) on another file system
+ * than the context cannot be linked into it: its contents are copied there
+ * instead, and the restore opens the copy. Up to 256 MiB; 1 if copied. */
+static int copy_deleted(int num, const char *lname, const struct stat *st) {
+  off_t off = 0;
+  if (st->st_size > (256 << 20)) {
+    wpp_warn("descriptor %d: a deleted file of %lld bytes is too big to keep: "
+             "it cannot come back",
+             num, (long long)st->st_size);
+    return 0;
+  }
+  int out = open(lname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  while (out >= 0 && off < st->st_size &&
+         sendfile(out, num, &off, (size_t)(st->st_size - off)) > 0)
+    ;
+  if (out < 0 || off < st->st_size) {
+    wpp_warn("descriptor %d: a deleted file cannot be kept in the context "
+             "(%s): it cannot come back",
+             num, out < 0 ? strerror(errno) : "copy cut short");
+    if (out >= 0) {
+      close(out);
+      unlink(lname);
+    }
+    return 0;
+  }
+  close(out);
+  return 1;
+}
+
 void wpp_stdio_note(void) {
   struct stat st;
   for (int k = 0; k < 3; k++) {
@@ -517,6 +547,8 @@ void wpp_fd_save(void) {
           snprintf(path, sizeof(path), "/proc/self/fd/%d", num);
           f->linked =
               linkat(AT_FDCWD, path, AT_FDCWD, lname, AT_SYMLINK_FOLLOW) == 0;
+          if (!f->linked && st.st_nlink == 0) /* deleted, on another fs */
+            f->linked = copy_deleted(num, lname, &st);
         }
         save_locks(f, info);
       } else if (S_ISFIFO(st.st_mode) && !strncmp(target, "pipe:", 5)) {

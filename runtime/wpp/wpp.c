@@ -393,7 +393,10 @@ static void copy_args(int argc, char **argv, char **envp) {
     naux++;
   size_t ptrs = ((size_t)argc + 1 + nenv + 1) * sizeof(char *);
   size_t auxb = (2 * naux + 2) * sizeof(size_t);
-  char *mem = wpp_alloc(ptrs + auxb + bytes, PROT_READ | PROT_WRITE);
+  size_t abytes = 0; /* and the arguments once more, kept as they were */
+  for (int i = 0; i < argc; i++)
+    abytes += strlen(argv[i]) + 1;
+  char *mem = wpp_alloc(ptrs + auxb + bytes + abytes, PROT_READ | PROT_WRITE);
   if (!mem)
     wpp_die("no room in the context for the arguments");
   char **av = (char **)mem, **ev = av + argc + 1;
@@ -409,6 +412,9 @@ static void copy_args(int argc, char **argv, char **envp) {
     s = stpcpy(s, envp[i]) + 1;
   }
   ev[nenv] = NULL;
+  h->args_kept = (uint64_t)(uintptr_t)s; /* the program may change its own */
+  for (int i = 0; i < argc; i++)
+    s = stpcpy(s, argv[i]) + 1;
   memcpy(ax, aux, auxb);
   h->argc = argc;
   h->argv = (uint64_t)(uintptr_t)av;
@@ -897,10 +903,13 @@ static void check_tables(const char *path) {
  * nothing of the program's runs yet). */
 static void warn_new_args(int argc, char **argv) {
   struct wpp_hdr *h = wpp_hdr;
-  char **old = (char **)(uintptr_t)h->argv;
-  int same = h->argc == argc && wpp_in_heap(old, sizeof(char *) * (size_t)argc);
-  for (int i = 1; same && i < argc; i++)
-    same = wpp_in_heap(old[i], 1) && !strcmp(old[i], argv[i]);
+  const char *old = (const char *)(uintptr_t)h->args_kept;
+  int same = h->argc == argc && wpp_in_heap(old, 1);
+  for (int i = 0; same && i < argc; i++) { /* argv[0] included: skipped */
+    same = wpp_in_heap(old, strlen(argv[i]) + 1) &&
+           (i == 0 || !strcmp(old, argv[i]));
+    old += strlen(old) + 1;
+  }
   if (!same)
     wpp_warn("the program resumes with the arguments it started with (%d); "
              "the %d given now differ and are ignored (start afresh to use "

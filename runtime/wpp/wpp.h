@@ -220,6 +220,8 @@ struct wpp_hdr {
    * still on one of them after 0-2 were redirected (saved = dup(1)) is given
    * the new run's own */
   uint64_t stdio_dev[3], stdio_ino[3];
+  uint64_t args_kept; /* the arguments as given, NUL-separated (the program
+                         may change the ones it gets) */
   struct wpp_fd fd[WPP_MAX_FD];
   struct wpp_epoll_reg epoll[WPP_MAX_EPOLL];
   uint32_t nptimer, nfmap;

@@ -230,14 +230,15 @@ def test_edges(work, mode):
 @pytest.mark.parametrize(
     "mode",
     ["closed", "dgram", "shut", "seqshut", "unbound", "epoll", "highfd", "dual", "mode", "redir"]
-    + ["bigsend"],
+    + ["bigsend", "tmpfile"],
 )
 def test_socket_edges(work, mode):
     """Socket and descriptor states a review found lost (tests/wpp/sockedge.c): a pair whose
     writer closed with data unread, a shut-down half, a message socket shut down beside a full
     pipe, sockets not yet listening, 200 epoll registrations, descriptors above 600, a dual-stack
     listener pair, a socket file's mode, stdout pointed into a pipe with the real one kept as a
-    dup, a blocking send the save cuts short. Power-failed once in the middle, the resumed
+    dup, a blocking send the save cuts short, a deleted temporary file on another file system.
+    Power-failed once in the middle, the resumed
     program prints what the native one prints."""
     r, native = _edge(work, mode, "sockedge")
     assert (r.returncode, r.stdout) == (native.returncode, native.stdout.decode()), r.stderr

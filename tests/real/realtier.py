@@ -363,11 +363,8 @@ def build_lua(work: Path) -> Path:
         "#ifndef _LUA_DEB_MULTIARCH_\n#define _LUA_DEB_MULTIARCH_\n"
         '#define DEB_HOST_MULTIARCH "x86_64-linux-gnu"\n#endif\n'
     )
-    run(
-        ["make", f"-j{JOBS}", "linux", f"LIBTOOL={lt / 'libtool'}", f"CC={cc} -std=gnu99"],
-        src,
-        log,
-    )
+    # one job: the C and C++ libraries race on .libs in a parallel build
+    run(["make", "linux", f"LIBTOOL={lt / 'libtool'}", f"CC={cc} -std=gnu99"], src, log)
     say(f"  lua5.4 {version}: built in {time.monotonic() - t0:.0f} s")
     return src / "src" / "lua5.4"
 
@@ -516,11 +513,16 @@ PROGRAMS = {
 }
 
 
-def write_results(results: dict, programs: dict) -> None:
-    """bench/results/real-<mode>.json for each mode that ran, the benchmarks' format."""
+def harness():
     sys.path.insert(0, str(ROOT / "bench"))
-    import run as harness  # noqa: E402  (bench/run.py: machine and commit records)
+    import run  # noqa: E402  (bench/run.py: machine and commit records)
 
+    return run
+
+
+def write_results(results: dict, programs: dict, machine: dict) -> None:
+    """bench/results/real-<mode>.json for each mode that ran, the benchmarks' format; machine
+    is the record taken before the first program ran (its load average)."""
     for mode in sorted({p.mode for p in programs.values()}):
         doc = {
             "schema": 1,
@@ -528,8 +530,8 @@ def write_results(results: dict, programs: dict) -> None:
             "description": f"Programs from Debian's source packages under {mode} mode "
             "(tests/real/realtier.py, make test-real).",
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "machine": harness.machine_info(ROOT / "build"),
-            "commit": harness.git_commit(),
+            "machine": machine,
+            "commit": harness().git_commit(),
             "programs": {
                 n: {"source": p.source, "glue": p.glue, **results[n]}
                 for n, p in programs.items()
@@ -559,6 +561,7 @@ def main() -> int:
     chosen = [PROGRAMS[n] for n in names if not a.quick or PROGRAMS[n].quick_trials]
     results, bad = {}, []
     t_all = time.monotonic()
+    machine = harness().machine_info(ROOT / "build")
     for i, p in enumerate(chosen, 1):
         trials = p.quick_trials if a.quick else p.trials
         say(f"[{i}/{len(chosen)}] {p.name}: {p.what}, {trials} trials")
@@ -579,7 +582,7 @@ def main() -> int:
     if a.json:
         a.json.write_text(json.dumps(results, indent=2) + "\n")
     if a.results and not a.quick:
-        write_results(results, {p.name: p for p in chosen})
+        write_results(results, {p.name: p for p in chosen}, machine)
     took = time.monotonic() - t_all
     say(f"real programs: {len(chosen) - len(bad)} of {len(chosen)} passed in {took:.0f} s")
     return 1 if bad else 0

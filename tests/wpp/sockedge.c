@@ -20,6 +20,8 @@
 //              one kept as a dup: both must be where they were
 //   bigsend    a blocking send of 300,000 bytes to a pair nobody reads yet:
 //              cut short by the save, it must still send them all
+//   tmpfile    a deleted temporary file in /var/tmp (another file system
+//              than the context's, as sqlite3 makes them), read back after
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -237,6 +239,17 @@ int main(int argc, char **argv) {
     shutdown(bigpair[0], SHUT_WR);
     pthread_join(t, NULL);
     printf("bigsend: one send of %zd, %ld read\n", n, bigread);
+  } else if (!strcmp(mode, "tmpfile")) {
+    char name[] = "/var/tmp/sockedge.XXXXXX", b[5000], c[5000];
+    int fd = mkstemp(name);
+    for (int i = 0; i < 5000; i++)
+      b[i] = (char)(i * 7);
+    if (fd < 0 || unlink(name) != 0 || write(fd, b, sizeof(b)) != 5000)
+      return 1;
+    nap();
+    ssize_t n = pread(fd, c, sizeof(c), 0);
+    printf("tmpfile: %zd bytes back, same %d, offset %ld\n", n,
+           n == 5000 && !memcmp(b, c, 5000), (long)lseek(fd, 0, SEEK_CUR));
   } else if (!strcmp(mode, "mode")) {
     char dir[] = "/tmp/sockedge.XXXXXX";
     struct sockaddr_un u = {.sun_family = AF_UNIX};
