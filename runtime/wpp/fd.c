@@ -209,8 +209,13 @@ static void save_queued(struct wpp_fd *f, int num, uint64_t *used) {
   char *base = (char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF);
   int stream = f->type == SOCK_STREAM, said = 0;
   uint64_t start = *used;
-  for (;;) {
+  for (long msgs = 0;; msgs++) {
     int avail = 0; /* a stream: every byte queued; else the next message */
+    if (msgs == 1 << 20) { /* never spin here, whatever the socket says */
+      wpp_warn("socket %d: more than %ld queued messages: the rest are lost",
+               num, msgs);
+      break;
+    }
     if (ioctl(num, FIONREAD, &avail) != 0 || avail < 0 || (stream && !avail))
       break;
     uint64_t need = (uint64_t)avail + (stream ? 0 : 4);
