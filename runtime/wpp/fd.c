@@ -249,6 +249,19 @@ static void save_queued(struct wpp_fd *f, int num, uint64_t *used) {
   f->pipe_len = (uint32_t)(*used - start);
 }
 
+#define UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) + 1)
+
+/* The file system path an AF_UNIX socket is bound to, into out
+ * (UNIX_PATH_MAX bytes); 0 if it is not bound to one (unnamed, abstract). */
+static int unix_path(const struct wpp_fd *f, char *out) {
+  size_t off = offsetof(struct sockaddr_un, sun_path);
+  if (f->domain != AF_UNIX || f->addrlen <= off + 1 || f->addr[off] == 0)
+    return 0;
+  memcpy(out, f->addr + off, f->addrlen - off);
+  out[f->addrlen - off] = 0;
+  return 1;
+}
+
 static void save_socket(struct wpp_fd *f, int num, uint64_t *used) {
   socklen_t l = sizeof(int);
   int acc = 0;
@@ -279,13 +292,9 @@ static void save_socket(struct wpp_fd *f, int num, uint64_t *used) {
     f->peer = unix_diag((uint32_t)f->ino, &state, &f->shut);
     l = sizeof(int);
     getsockopt(num, SOL_SOCKET, SO_PASSCRED, &f->passcred, &l);
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-    if (f->addrlen > off + 1 && f->addr[off]) {
-      memcpy(path, f->addr + off, f->addrlen - off);
-      path[f->addrlen - off] = 0;
-      if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-        f->sockmode = st.st_mode & 07777;
-    }
+    char path[UNIX_PATH_MAX];
+    if (unix_path(f, path) && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+      f->sockmode = st.st_mode & 07777;
   } else if (f->domain == AF_INET6) {
     l = sizeof(int);
     getsockopt(num, IPPROTO_IPV6, IPV6_V6ONLY, &f->v6only, &l);
@@ -660,15 +669,10 @@ static int bind_again(int fd, const struct wpp_fd *f) {
   const struct sockaddr *a = (const struct sockaddr *)f->addr;
   if (bind(fd, a, f->addrlen) == 0)
     return 0;
-  size_t off = offsetof(struct sockaddr_un, sun_path);
-  char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+  char path[UNIX_PATH_MAX];
   struct stat st;
-  if (errno != EADDRINUSE || f->domain != AF_UNIX || f->addrlen <= off + 1 ||
-      f->addr[off] == 0) /* not a path (an abstract name) */
-    return -1;
-  memcpy(path, f->addr + off, f->addrlen - off);
-  path[f->addrlen - off] = 0;
-  if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+  if (errno != EADDRINUSE || !unix_path(f, path) || lstat(path, &st) != 0 ||
+      !S_ISSOCK(st.st_mode))
     return -1;
   /* stale only if a connection is refused: a live listener (even one with
    * a full backlog: the probe does not wait) or a socket of another type
@@ -702,15 +706,11 @@ static void apply_opts(int fd, const struct wpp_fd *f) {
 
 /* Bind to the saved address, and give a socket file its mode back. */
 static int bind_saved(int fd, const struct wpp_fd *f) {
-  size_t off = offsetof(struct sockaddr_un, sun_path);
-  char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+  char path[UNIX_PATH_MAX];
   if (bind_again(fd, f) != 0)
     return -1;
-  if (f->sockmode && f->addrlen > off + 1) {
-    memcpy(path, f->addr + off, f->addrlen - off);
-    path[f->addrlen - off] = 0;
+  if (f->sockmode && unix_path(f, path))
     chmod(path, f->sockmode);
-  }
   return 0;
 }
 
