@@ -19,13 +19,17 @@ def go(
     every: int = 200,
     report: Path | None = None,
     recover: str | None = None,
+    points: str | None = None,
 ) -> subprocess.CompletedProcess:
     """Run exe with crash emulation armed as asked (none by default); `recover` sets
-    PMKIT_SSAPP_RECOVER (a deliberately broken recovery, for must-fail cases)."""
+    PMKIT_SSAPP_RECOVER (a deliberately broken recovery, for must-fail cases); `points` sets
+    PMKIT_CRASH_POINTS (stores: a crash point before every PM store of a --trace build)."""
     env = dict(os.environ)
     for k in ("PMKIT_CRASH_AT", "PMKIT_CRASH_SEED", "PMKIT_CRASH_EVERY", "PMKIT_CRASH_REPORT",
-              "PMKIT_SSAPP_RECOVER"):  # fmt: skip
+              "PMKIT_SSAPP_RECOVER", "PMKIT_CRASH_POINTS"):  # fmt: skip
         env.pop(k, None)
+    if points is not None:
+        env["PMKIT_CRASH_POINTS"] = points
     if recover is not None:
         env["PMKIT_SSAPP_RECOVER"] = recover
     if crash_at is not None:
@@ -38,9 +42,9 @@ def go(
     return subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
-def count_points(exe: Path, *args: str, scratch: Path) -> int:
+def count_points(exe: Path, *args: str, scratch: Path, points: str | None = None) -> int:
     """The crash points an uninterrupted `exe args` passes."""
     rep = scratch / "points"
-    r = go(exe, *args, report=rep)
+    r = go(exe, *args, report=rep, points=points)
     assert r.returncode == 0, r.stderr
     return int(rep.read_text().split()[0])

@@ -9,7 +9,7 @@ dpkg-source unpacks it with Debian's patches applied. The cache folder (`.cache/
 in the checkout, ignored by git; PMKIT_REAL_CACHE moves it) keeps each unpacked tree, so
 a second run fetches nothing. No third-party source is ever committed.
 
-    python tests/real/debsrc.py libevent 2.1.12-stable-8+deb12u1  # prints the unpacked tree
+    python tests/real/debsrc.py PACKAGE VERSION [BINARY]   # prints the unpacked tree
 """
 
 from __future__ import annotations
@@ -50,13 +50,14 @@ def _locked(cache: Path):
         yield
 
 
-def _apt_env(cache: Path) -> dict[str, str]:
-    """Write the project's apt configuration under cache/apt; return the environment that
+def _apt_env(cache: Path, kind: str = "deb-src") -> dict[str, str]:
+    """Write the project's apt configuration under cache/apt (source packages, kind deb-src)
+    or cache/apt-deb (binary packages, kind deb, amd64 only); return the environment that
     makes apt-get use it (APT_CONFIG)."""
-    apt = cache / "apt"
+    apt = cache / ("apt" if kind == "deb-src" else "apt-deb")
     for d in ("lists/partial", "archives/partial", "sources.list.d", "preferences.d"):
         (apt / d).mkdir(parents=True, exist_ok=True)
-    lines = [f"deb-src [signed-by={KEYRING}] {uri} {suite} main\n" for uri, suite in SUITES]
+    lines = [f"{kind} [signed-by={KEYRING}] {uri} {suite} main\n" for uri, suite in SUITES]
     (apt / "sources.list").write_text("".join(lines))
     conf = {
         "Dir::Etc::SourceList": apt / "sources.list",
@@ -69,6 +70,8 @@ def _apt_env(cache: Path) -> dict[str, str]:
         # the files are the caller's (no switch to the _apt user, which could not write here)
         "APT::Sandbox::User": "root" if os.geteuid() == 0 else os.environ.get("USER", ""),
         "Debug::NoLocking": "true",  # apt's own locks are on the system's folders
+        "APT::Architectures": "amd64",
+        "Acquire::Languages": "none",
     }
     (apt / "apt.conf").write_text("".join(f'{k} "{v}";\n' for k, v in conf.items()))
     return dict(os.environ, APT_CONFIG=str(apt / "apt.conf"), LC_ALL="C")
@@ -82,7 +85,7 @@ def _run(cmd: list[str], env: dict, cwd: Path | None = None) -> str:
 
 
 def _update(cache: Path, env: dict) -> None:
-    stamp = cache / "apt" / "lists" / ".updated"
+    stamp = Path(env["APT_CONFIG"]).parent / "lists" / ".updated"
     if stamp.exists() and time.time() - stamp.stat().st_mtime < LISTS_MAX_AGE:
         return
     if not shutil.which("dpkg-source"):
@@ -121,9 +124,59 @@ def choose(pin: str, offered: list[str]) -> str:
     raise SourceError(f"Debian 12 no longer offers a version of {pin} (offered: {offered})")
 
 
-def fetch(package: str, pin: str, log=print) -> tuple[Path, str]:
+def fetch(package: str, pin: str, log=print, binary: str | None = None) -> tuple[Path, str]:
     """The unpacked source tree of package at the pinned version (see choose), fetched and
-    verified by apt on first use, then taken from the cache. Returns (tree, version)."""
+    verified by apt on first use, then taken from the cache. Returns (tree, version).
+
+    Some source packages are not served whole by every mirror (uthash's second upstream
+    tarball and Debian's patch tarball answer 404 on the machines this runs on). For a
+    package whose binary package is its sources (a header-only library), `binary` names that
+    package: when the source cannot be fetched, Debian's build of it is taken instead
+    (`apt-get download` through the same configuration, binary lists, then `dpkg-deb -x`),
+    the tree is its unpacked contents, and the version is the binary package's."""
+    if binary is not None and sorted(cache_dir().glob(f"deb/{binary}_{pin}*/.complete")):
+        return _fetch_binary(binary, pin)  # taken before (the cache)
+    try:
+        return _fetch_source(package, pin, log)
+    except SourceError as e:
+        if binary is None or "404" not in str(e):
+            raise
+        log(
+            f"  {package} {pin}: the source package is not served whole here (404); taking "
+            f"Debian's binary package {binary}"
+        )
+        return _fetch_binary(binary, pin)
+
+
+def _fetch_binary(package: str, pin: str) -> tuple[Path, str]:
+    """Debian's binary package `package` of the source version `pin` (or a binary rebuild of
+    it, pin+bN), unpacked: (tree, version)."""
+    cache = cache_dir()
+    with _locked(cache):
+        done = sorted(cache.glob(f"deb/{package}_{pin}*/.complete"))
+        if done:
+            return Path(done[-1].read_text().strip()), done[-1].parent.name.split("_", 1)[1]
+        env = _apt_env(cache, "deb")
+        _update(cache, env)
+        out = _run(["apt-cache", "madison", package], env)
+        offered = [ln.split("|")[1].strip() for ln in out.splitlines() if "|" in ln]
+        same = [v for v in offered if v == pin or v.startswith(pin + "+b")]
+        if not same:
+            raise SourceError(f"Debian 12 offers no binary {package} of {pin} ({offered})")
+        version = same[0]
+        dest = cache / "deb" / f"{package}_{version}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        _run(["apt-get", "-q", "download", f"{package}={version}"], env, cwd=dest)
+        debs = list(dest.glob("*.deb"))
+        if len(debs) != 1:
+            raise SourceError(f"apt-get download {package}={version} left {len(debs)} files")
+        _run(["dpkg-deb", "-x", str(debs[0]), str(dest / "tree")], env)
+        (dest / ".complete").write_text(str(dest / "tree"))
+        return dest / "tree", version
+
+
+def _fetch_source(package: str, pin: str, log) -> tuple[Path, str]:
     cache = cache_dir()
     with _locked(cache):
         exact = cache / "src" / f"{package}_{pin}" / ".complete"
@@ -148,11 +201,11 @@ def fetch(package: str, pin: str, log=print) -> tuple[Path, str]:
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
     try:
-        tree, version = fetch(sys.argv[1], sys.argv[2], log=lambda m: print(m, file=sys.stderr))
+        tree, version = fetch(*sys.argv[1:3], lambda m: print(m, file=sys.stderr), *sys.argv[3:])
     except SourceError as e:
         print(f"debsrc: {e}", file=sys.stderr)
         return 1

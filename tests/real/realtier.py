@@ -30,28 +30,11 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "cli"))
 import debsrc  # noqa: E402
+import pmlibs  # noqa: E402
 import wppgolden  # noqa: E402
+from realcommon import Failed, run, say  # noqa: E402
 
 JOBS = str(min(2, os.cpu_count() or 1))
-
-
-class Failed(Exception):
-    """A check did not hold; the message says which and how much it covered."""
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def run(cmd: list[str], cwd: Path, log: Path, env: dict | None = None) -> None:
-    """A build step, its output appended to log; a failure shows the log's end."""
-    with open(log, "a") as f:
-        f.write(f"$ {' '.join(cmd)}\n")
-        f.flush()
-        r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
-    if r.returncode != 0:
-        tail = log.read_text().splitlines()[-25:]
-        raise Failed(f"{cmd[0]} failed ({r.returncode}); the end of {log}:\n" + "\n".join(tail))
 
 
 def fresh_tree(package: str, pin: str, work: Path, name: str) -> tuple[Path, str, Path]:
@@ -509,6 +492,28 @@ PROGRAMS = {
         sqlite,
         trials=10,
         quick_trials=0,
+    ),
+    "uthash-robust": Real(
+        "uthash-robust",
+        "a uthash table in a pool, robust mode (base, opt, flit), explored",
+        "robust",
+        f"Debian's uthash {pmlibs.UTHASH}, unmodified; tests/real/utpm.c (ours) around it",
+        "uthash_malloc/uthash_free sent to pmkit_alloc/pmkit_free, a recovery that rebuilds the "
+        "buckets from the application-order list; pmkit cc --mode=robust",
+        pmlibs.uthash_robust,
+        trials=2,
+        quick_trials=1,
+    ),
+    "uthash-clobber": Real(
+        "uthash-clobber",
+        "uthash's add, replace and delete as clobber-mode FASEs, crash-tested",
+        "clobber",
+        f"Debian's uthash {pmlibs.UTHASH}, unmodified; tests/real/utpm.c (ours) around it",
+        "uthash_malloc/uthash_free sent to pmkit_alloc/pmkit_free, each operation marked "
+        "PMKIT_FASE, pmkit_recover at start-up; pmkit cc --mode=clobber",
+        pmlibs.uthash_clobber,
+        trials=2,
+        quick_trials=1,
     ),
 }
 

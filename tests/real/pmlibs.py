@@ -1,0 +1,341 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Volatile libraries from Debian put in a pmkit pool, for the real-program tier
+(tests/real/realtier.py): built in the pool modes, proven with `pmkit explore` and crash
+points, with the must-fail builds, and timed against the volatile build.
+
+uthash (Debian's uthash-dev; tests/real/utpm.c is the program of ours around it):
+- robust mode, settings base, opt and flit: a traced build explored under `x86-line` with
+  `--robustness` and utpm's checker (every crash point inside the operations; the verdict says
+  how many were enumerated exhaustively); the same source built without the mode must fail.
+- clobber mode: the eADR build crashed at every PM store of a short run (a sample of them in
+  the quick subset), each crash recovered by pmkit_recover and checked exactly against a
+  replay, some crashed again during their recovery, then resumed and checked; the ADR build
+  explored under `x86`; the must-fail builds: the FASE annotations removed, and the logs left
+  out (-pmkit-clobber-skip-log).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "cli"))
+import crashrun  # noqa: E402
+import debsrc  # noqa: E402
+import wppgolden  # noqa: E402
+from realcommon import Failed, run, say  # noqa: E402
+
+UTHASH = "2.3.0-1"
+UTPM = HERE / "utpm.c"
+# the short runs checked (operations, keys, seed): FEW_BUCKETS makes uthash double its bucket
+# array within them
+SHORT = ("40", "20")
+TRACED = ("-DUTPM_FEW_BUCKETS", "-DUTPM_MARKS", "-DUTPM_POOL_MB=4", "-O1", "-g")
+BENCH_ARGS = ("200000", "10000", "1")
+
+
+def uthash_include() -> tuple[Path, str]:
+    """Debian's uthash headers: the source package's src/, or (where the mirror does not serve
+    the source whole) the binary package's usr/include. Returns (include dir, what it is)."""
+    tree, version = debsrc.fetch("uthash", UTHASH, log=say, binary="uthash-dev")
+    if (tree / "src" / "uthash.h").exists():
+        return tree / "src", f"Debian's uthash source {version}"
+    return tree / "usr" / "include", f"Debian's uthash-dev {version} (binary package)"
+
+
+def glue_lines(mode: str) -> int:
+    """Lines of utpm.c between "glue begin: ... MODE ..." and "glue end", blank lines and
+    comment lines left out: what a user adds around uthash for MODE."""
+    n, inside = 0, False
+    for line in UTPM.read_text().splitlines():
+        s = line.strip()
+        if s.startswith("// glue begin:"):
+            inside = mode in s.split(":", 1)[1].split("(")[0].split()
+        elif s == "// glue end":
+            inside = False
+        elif inside and s and not s.startswith("//"):
+            n += 1
+    return n
+
+
+def build(work: Path, name: str, inc: Path, *flags: str) -> Path:
+    out = work / name
+    run(
+        wppgolden.pmkit("cc", *flags, f"-I{inc}", str(UTPM), "-o", str(out)),
+        work,
+        work / "build.log",
+    )
+    return out
+
+
+def explore(
+    work: Path, exe: Path, model: str, budget: int, expect: int, seed: str, robustness=False
+) -> dict:
+    """pmkit explore on a short run of exe (crash points inside the operations), its checker
+    `exe check`; the exit status must be `expect`. Returns the JSON report."""
+    pool, rep = work / f"{exe.name}-{seed}.pool", work / f"{exe.name}-{seed}.json"
+    pool.unlink(missing_ok=True)
+    args = [*SHORT, seed]
+    cmd = wppgolden.pmkit(
+        "explore", "--no-progress", "--model", model, "--mark", "op", "--budget", str(budget),
+        "--per-point", "2048", "--json", str(rep), "--save-dir", str(work / f"fail-{exe.name}"),
+        *(["--robustness"] if robustness else []), *(["--stop-after", "1"] if expect else []),
+        "--check", f"{exe} check {{pool}} {' '.join(args)}", "--", str(exe), "run", str(pool),
+        *args,
+    )  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != expect or not rep.exists():
+        raise Failed(
+            f"pmkit explore of {exe.name} (seed {seed}) exit {r.returncode}, expected {expect}:"
+            f"\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
+        )
+    return json.loads(rep.read_text())
+
+
+def coverage(rep: dict) -> str:
+    """What an explorer run covered, in its own numbers."""
+    c = rep["coverage"]
+    s = (
+        f"{rep['images_checked']} distinct images at {c['points_explored']} crash points, "
+        f"{c['points_exhaustive']} enumerated exhaustively"
+    )
+    if c["points_sampled"]:
+        s += (
+            f", {c['points_sampled']} sampled ({c['sampled_images_tried']} of about "
+            f"{c['sampled_images_estimate']:.2g} images)"
+        )
+    return s
+
+
+def timed(variants: dict[str, Path], work: Path, runs: int = 5) -> dict:
+    """Operations per second of each build on BENCH_ARGS (a new pool each run, on tmpfs),
+    `runs` interleaved rounds; medians, and each one's ratio to the first variant's."""
+    per: dict[str, list[float]] = {v: [] for v in variants}
+    for _ in range(runs):
+        for v, exe in variants.items():
+            r = subprocess.run(
+                [str(exe), "bench", str(work / "bench.pool"), *BENCH_ARGS],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if r.returncode:
+                raise Failed(f"{exe.name} bench failed: {r.stderr.strip()}")
+            per[v].append(json.loads(r.stdout)["ops_per_sec"])
+    (work / "bench.pool").unlink(missing_ok=True)
+    med = {v: sorted(x)[len(x) // 2] for v, x in per.items()}
+    first = next(iter(variants))
+    return {
+        "ops": int(BENCH_ARGS[0]),
+        "keys": int(BENCH_ARGS[1]),
+        "runs": per,
+        "median_ops_per_sec": med,
+        "ratio_to_" + first: {v: round(m / med[first], 3) for v, m in med.items()},
+    }
+
+
+def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """uthash in robust mode: `trials` op sequences (seeds) explored in each setting (base only
+    when quick), the must-fail build, and (not quick) the throughput."""
+    inc, what = uthash_include()
+    settings = ["base"] if quick else ["base", "opt", "flit"]
+    seeds = [str(s) for s in range(1, trials + 1)]
+    explored, t0 = {}, time.monotonic()
+    for s in settings:
+        exe = build(work, f"robust-{s}", inc, "--mode=robust", f"--robust-setting={s}",
+                    "--trace", "--trace-loads", *TRACED)  # fmt: skip
+        for seed in seeds:
+            rep = explore(work, exe, "x86-line", 100000, 0, seed, robustness=True)
+            if rep["robustness"]["violating"] or rep["images_failed"]:
+                raise Failed(f"robust {s} seed {seed}: {rep['robustness']}")
+            explored[f"{s}/seed {seed}"] = coverage(rep)
+            say(f"  uthash robust {s}, seed {seed}: clean under x86-line: {coverage(rep)}")
+    plain = build(work, "plain", inc, "--trace", "--trace-loads", *TRACED)
+    rep = explore(work, plain, "x86-line", 100000, 1, "1", robustness=True)
+    why = [f["output"] for f in rep["failures"]]
+    if not rep["robustness"]["violating"] or not any("inconsistent after" in w for w in why):
+        raise Failed(f"uthash without robust mode failed for another reason: {why[:2]}")
+    control = (
+        f"without robust mode: {rep['robustness']['violating']} images no strict-persistency "
+        f"execution produces, and the checker rejected {rep['images_failed']} "
+        f"(\"{why[0].strip()[:90]}\")"
+    )
+    say(f"  uthash without robust mode: failed as meant: {control}")
+    res = {
+        "uthash": what,
+        "settings": settings,
+        "seeds": len(seeds),
+        "explored": explored,
+        "control_without_mode": control,
+        "glue_lines": glue_lines("robust"),
+        "source_changes": 0,
+    }
+    verdict = (
+        f"{len(settings) * len(seeds)} explorer runs ({', '.join(settings)}; {len(seeds)} "
+        f"operation sequence(s) of {SHORT[0]} inserts, replaces and deletes with a bucket "
+        f"doubling), each clean under x86-line with --robustness: "
+        + "; ".join(f"{k}: {v}" for k, v in explored.items())
+        + f"; must-fail: {control}"
+    )
+    if not quick:
+        opt = ("-O2", "-DNDEBUG")
+        t = timed(
+            {
+                "volatile": build(work, "b-none", inc, *opt),
+                **{
+                    s: build(work, f"b-{s}", inc, "--mode=robust", f"--robust-setting={s}", *opt)
+                    for s in settings
+                },
+            },
+            work,
+        )
+        res["throughput"] = t
+        res["throughput_ratio"] = t["ratio_to_volatile"]
+        verdict += "; throughput (medians of 5 interleaved runs) against the volatile build: " + (
+            ", ".join(f"{s} {t['ratio_to_volatile'][s]:.2f}x" for s in settings)
+        )
+    res["verdict"] = verdict
+    res["explore_seconds"] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def _points(exe: Path, work: Path, seed: str, count: int | None, rng: random.Random) -> dict:
+    """Crash exe (a --trace build, eADR) before each PM store of a short run, or `count` of
+    them spread over it; each crash recovered by `check` (pmkit_recover, then the table exactly
+    the replay of the operations done), every fourth that interrupted an operation also crashed
+    at a random point of its recovery and checked again, then resumed and checked."""
+    pool = work / "points.pool"
+    args = [*SHORT, seed]
+    pool.unlink(missing_ok=True)
+    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points="stores")
+    if count is None or count >= total:
+        chosen = list(range(1, total + 1))
+    else:
+        step = total / count
+        off = rng.random() * step
+        chosen = sorted({1 + int(off + i * step) for i in range(count)})
+    inflight = during = 0
+    for n in chosen:
+        what = f"{exe.name}: crash at store {n} of {total}"
+        pool.unlink(missing_ok=True)
+        r = crashrun.go(exe, "run", str(pool), *args, crash_at=n, points="stores")
+        if r.returncode != crashrun.CRASH_EXIT:
+            raise Failed(f"{what}: exit {r.returncode}, not the crash's: {r.stderr.strip()}")
+        crashed = pool.read_bytes()
+        r = crashrun.go(exe, "check", str(pool), *args)
+        if r.returncode or "ok:" not in r.stdout:
+            raise Failed(f"{what}: {r.stdout.strip()} {r.stderr.strip()}")
+        if "0 recovered" not in r.stdout:
+            inflight += 1
+            if inflight % 4 == 1:
+                pool.write_bytes(crashed)
+                k = crashrun.count_points(exe, "check", str(pool), *args, scratch=work,
+                                          points="stores")  # fmt: skip
+                pool.write_bytes(crashed)
+                at = 1 + rng.randrange(k)
+                crashrun.go(exe, "check", str(pool), *args, crash_at=at, points="stores")
+                r = crashrun.go(exe, "check", str(pool), *args)
+                if r.returncode:
+                    raise Failed(f"{what}, then at store {at} of {k} of its recovery: {r.stdout}")
+                during += 1
+        r = crashrun.go(exe, "run", str(pool), *args)
+        r2 = crashrun.go(exe, "check", str(pool), *args)
+        if r.returncode or r2.returncode or f"ok: {SHORT[0]} operations" not in r2.stdout:
+            raise Failed(f"{what}, resumed: {r.stderr.strip()} {r2.stdout.strip()}")
+    pool.unlink(missing_ok=True)
+    if not inflight:
+        raise Failed(f"{exe.name}: no crash fell inside an operation")
+    return {"stores": total, "crashed": len(chosen), "inside_fase": inflight, "during": during}
+
+
+def _must_fail_points(exe: Path, work: Path, rng: random.Random) -> str:
+    """The build without FASEs, crashed at stores in a seeded order until the check rejects
+    one."""
+    pool = work / "bites.pool"
+    args = [*SHORT, "1"]
+    pool.unlink(missing_ok=True)
+    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points="stores")
+    order = list(range(1, total + 1))
+    rng.shuffle(order)
+    for tried, n in enumerate(order, 1):
+        pool.unlink(missing_ok=True)
+        crashrun.go(exe, "run", str(pool), *args, crash_at=n, points="stores")
+        r = crashrun.go(exe, "check", str(pool), *args)
+        if r.returncode == 1 and "inconsistent after" in r.stdout:
+            pool.unlink(missing_ok=True)
+            return f"rejected at store {n} of {total} ({tried} tried): {r.stdout.strip()}"
+    raise Failed(f"{exe.name}: all {total} crashes passed the check")
+
+
+def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """uthash's insert, replace and delete as clobber-mode FASEs (see the module's
+    docstring); `trials` op sequences crashed at their stores (40 spread points when quick,
+    every one otherwise)."""
+    inc, what = uthash_include()
+    t0 = time.monotonic()
+    fase = ("--mode=clobber", "-DUTPM_FASE")
+    eadr = build(work, "clobber-eadr", inc, *fase, "--clobber-domain=eadr", "--trace", *TRACED)
+    crashed = []
+    for seed in (str(s) for s in range(1, trials + 1)):
+        p = _points(eadr, work, seed, 40 if quick else None, rng)
+        crashed.append(p)
+        say(f"  uthash clobber eADR, seed {seed}: {p['crashed']} of {p['stores']} stores crashed "
+            f"at, {p['inside_fase']} inside a FASE, {p['during']} also during recovery: all "
+            f"recovered exactly")  # fmt: skip
+    removed = build(work, "fase-removed", inc, "--mode=clobber", "-DUTPM_FASE_REMOVED",
+                    "--clobber-domain=eadr", "--trace", *TRACED)  # fmt: skip
+    bite = _must_fail_points(removed, work, rng)
+    say(f"  uthash with the FASEs removed: failed as meant: {bite}")
+    adr = build(work, "clobber-adr", inc, *fase, "--clobber-domain=adr", "--trace", *TRACED)
+    rep = explore(work, adr, "x86", 4000 if quick else 20000, 0, "1")
+    adr_cov = coverage(rep)
+    say(f"  uthash clobber ADR: clean under x86: {adr_cov}")
+    nolog = build(work, "clobber-nolog", inc, *fase, "--clobber-domain=adr", "--trace",
+                  "-mllvm", "-pmkit-clobber-skip-log", *TRACED)  # fmt: skip
+    rep = explore(work, nolog, "x86", 4000, 1, "1")
+    nolog_why = rep["failures"][0]["output"].strip()
+    if "inconsistent after" not in nolog_why and "pmkit_recover failed" not in nolog_why:
+        raise Failed(f"uthash clobber without logs failed for another reason: {nolog_why}")
+    say(f"  uthash clobber ADR without logs: failed as meant: {nolog_why}")
+    res = {
+        "uthash": what,
+        "crash_points": crashed,
+        "explored_adr": adr_cov,
+        "control_fase_removed": bite,
+        "control_no_log": nolog_why,
+        "glue_lines": glue_lines("clobber"),
+        "source_changes": 0,
+    }
+    n = sum(p["crashed"] for p in crashed)
+    verdict = (
+        f"eADR: {n} crashes at PM stores over {trials} operation sequence(s) "
+        f"({'a spread sample' if quick else 'every store'}), "
+        f"{sum(p['inside_fase'] for p in crashed)} inside a FASE, "
+        f"{sum(p['during'] for p in crashed)} crashed again during recovery, each recovered to "
+        f"exactly the replay and resumed; ADR: clean under x86 ({adr_cov}); must-fail: with the "
+        f"FASEs removed the check {bite.split(':')[0]}, without logs under x86 \"{nolog_why}\""
+    )
+    if not quick:
+        opt = ("-O2", "-DNDEBUG")
+        t = timed(
+            {
+                "volatile": build(work, "b-none", inc, *opt),
+                "clobber-eadr": build(work, "b-eadr", inc, *fase, "--clobber-domain=eadr", *opt),
+                "clobber-adr": build(work, "b-adr", inc, *fase, "--clobber-domain=adr", *opt),
+            },
+            work,
+        )
+        res["throughput"] = t
+        res["throughput_ratio"] = t["ratio_to_volatile"]
+        verdict += "; throughput against the volatile build (medians of 5 interleaved runs): " + (
+            ", ".join(f"{v} {r:.2f}x" for v, r in t["ratio_to_volatile"].items() if v != "volatile")
+        )
+    res["verdict"] = verdict
+    res["check_seconds"] = round(time.monotonic() - t0, 1)
+    return res
