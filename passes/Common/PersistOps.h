@@ -61,6 +61,18 @@ struct AsmOp {
   int64_t Disp = 0;
 };
 
+// A memory access of an asm statement's machine code: an instruction that
+// reads or writes memory through an operand. Arg and Disp as for AsmOp (Arg
+// -1: an address the statement computes itself). Size in bytes from the
+// instruction (0: not known from the instruction alone).
+struct AsmMem {
+  bool Store = false;  // writes (a locked RMW and cmpxchg too); else reads
+  bool Locked = false; // a lock prefix, or xchg with memory
+  int Arg = -1;
+  int64_t Disp = 0;
+  uint32_t Size = 0;
+};
+
 // What an inline asm statement does to persistence.
 struct AsmEffect {
   uint32_t Flush = 0; // the first flush's kind; 0 = none
@@ -70,6 +82,9 @@ struct AsmEffect {
   // template did not assemble) and Ops is empty.
   bool Decoded = false;
   llvm::SmallVector<AsmOp, 2> Ops;
+  // Every memory read and write of the decoded machine code, in order (empty
+  // when not Decoded): what robust mode writes back and the trace records.
+  llvm::SmallVector<AsmMem, 2> Mem;
 };
 
 // Decodes the statement called by CB, with its operands chosen from its

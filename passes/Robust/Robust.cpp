@@ -26,6 +26,7 @@
 #include "Common/WriteBack.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -258,6 +259,23 @@ const char *const LibraryWriters[] = {
 void Robustifier::warnUnmodeled(Function &F) {
   for (Instruction &I : instructions(F)) {
     auto *CB = dyn_cast<CallBase>(&I);
+    if (CB && CB->isInlineAsm() && !IgnoredInsts.count(&I)) {
+      AsmEffect E = asmEffect(*CB);
+      PMAccess X = accessOf(I, DL);
+      SmallSet<int, 2> Written;
+      for (const AsmMem &Mm : E.Mem)
+        if (Mm.Store)
+          Written.insert(Mm.Arg);
+      bool Unnamed = Written.count(-1);
+      if (Unnamed || Written.size() > 1 || (Written.size() == 1 && !X.AsmStore))
+        errs() << DEBUG_TYPE << ": warning: " << sourceLoc(&I)
+               << ": inline asm writes memory robust mode cannot place: "
+               << (Unnamed ? "at an address no operand names"
+                           : "through more than one operand")
+               << " (only its first write to an operand is written back; "
+                  "if the rest may be PM, write it back yourself)\n";
+      continue;
+    }
     Function *Callee = CB ? CB->getCalledFunction() : nullptr;
     if (!Callee || IgnoredInsts.count(&I) || CB->arg_size() == 0)
       continue;

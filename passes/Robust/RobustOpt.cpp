@@ -110,6 +110,28 @@ PMAccess pmkit::accessOf(Instruction &I, const DataLayout &DL) {
     R.Len = MI->getLength();
     R.A = Align(1);
     R.What = isa<AnyMemSetInst>(MI) ? "memset into PM" : "memcpy into PM";
+  } else if (auto *CB = dyn_cast<CallInst>(&I); CB && CB->isInlineAsm()) {
+    // The statement's first write to memory an operand names (else its
+    // first such read, which counts as an atomic load): what the machine
+    // code decoded to, from the operand's address to the end of the access.
+    AsmEffect E = asmEffect(*CB);
+    const AsmMem *Pick = nullptr;
+    for (const AsmMem &Mm : E.Mem)
+      if (Mm.Arg >= 0 && Mm.Disp >= 0 &&
+          CB->getArgOperand(Mm.Arg)->getType()->isPointerTy() &&
+          (!Pick || (Mm.Store && !Pick->Store)))
+        Pick = &Mm;
+    if (Pick) {
+      R.Addr = CB->getArgOperand(Pick->Arg);
+      uint64_t Size = Pick->Size;
+      if (!Size)
+        if (Type *T = CB->getParamElementType(Pick->Arg))
+          Size = DL.getTypeStoreSize(T);
+      R.Size = Pick->Disp + (Size ? Size : 8);
+      R.A = Align(1);
+      R.What = Pick->Store ? "inline asm writing PM" : "inline asm reading PM";
+      R.AsmStore = Pick->Store;
+    }
   } else if (auto *II = dyn_cast<IntrinsicInst>(&I);
              II && II->getIntrinsicID() == Intrinsic::masked_store) {
     // The whole vector's range: a superset of the lanes written.
@@ -718,6 +740,29 @@ void Planner::transferCall(CallBase &CB, State &S) {
       fenceIfPending(S, CB, "inline asm at " + where(&CB));
     else if (!T.contains("pmkit.robust_ignore") && asmEffect(T).Fence)
       S.clear();
+    // Its own access to PM, as a store or an atomic load in IR would be:
+    // written back at once, fenced when something must not overtake it.
+    PMAccess A = accessOf(CB, DL);
+    if (!A.Addr || !mayBePM(A.Addr) || ignored(CB))
+      return;
+    int O = freshOf(A.Addr);
+    if (O >= 0 && S.Obj[O] != Escaped && S.Obj[O] != NotAlloc &&
+        (A.AsmStore || S.Obj[O] != Conflict)) {
+      if (A.AsmStore)
+        accessFresh(O, S);
+      return;
+    }
+    if (Flit) {
+      act(A.AsmStore ? RobustAction::FlitStore : RobustAction::FlitLoad, &CB,
+          std::string(A.What) +
+              (A.AsmStore ? ": FliT counter around the write-back"
+                          : ": write back if its FliT counter is up"));
+      if (A.AsmStore)
+        S.clear();
+      return;
+    }
+    act(RobustAction::WriteBackAfter, &CB, A.What);
+    S.addKey(keyOf(A.Addr, A.Size, &CB));
     return;
   }
   std::string Name = Callee ? displayName(*cast<Function>(origin(Callee)))

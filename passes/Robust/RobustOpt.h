@@ -38,10 +38,12 @@ struct PMAccess {
   llvm::Align A;
   llvm::Value *Len = nullptr;
   const char *What = "";
+  bool AsmStore = false; // inline asm that writes (else, with Addr, reads)
 };
 // The access of a store, atomic load, RMW, compare-and-swap, memory
-// intrinsic (element-wise atomic ones too) or masked store; Addr is null
-// for anything else.
+// intrinsic (element-wise atomic ones too), masked store or inline asm that
+// reads or writes memory through an operand (its first write, else its
+// first read); Addr is null for anything else.
 PMAccess accessOf(llvm::Instruction &I, const llvm::DataLayout &DL);
 
 struct RobustAction {

@@ -421,13 +421,59 @@ private:
   bool inText() { return getCurrentSectionOnly() == Text; }
 };
 
-// A flush or fence as decoded: a flush's memory operand by register.
+// A flush or fence as decoded: a flush's memory operand by register. A
+// memory access (IsMem) has its operand the same way, and Store, Locked and
+// Size.
 struct RawOp {
   bool IsFlush;
   uint32_t Kind;
   MCRegister Base, Index, Segment;
   int64_t Disp;
+  bool IsMem = false, Store = false, Locked = false;
+  uint32_t Size = 0;
 };
+
+// The bytes an x86 instruction reads or writes, from its opcode's name
+// (MOV64mr, LCMPXCHG32, LOCK_ADD64mi8, XCHG16rm): the first 8, 16, 32 or 64
+// in it, in bits; cmpxchg8b and cmpxchg16b in bytes. 0 if the name does not
+// say (vector moves).
+uint32_t accessBytes(StringRef Name) {
+  if (Name.contains("CMPXCHG16B"))
+    return 16;
+  if (Name.contains("CMPXCHG8B"))
+    return 8;
+  for (size_t I = 0; I < Name.size(); I++) {
+    if (!isDigit(Name[I]) || (I && isDigit(Name[I - 1])))
+      continue;
+    unsigned Bits = 0;
+    Name.substr(I).take_while(isDigit).getAsInteger(10, Bits);
+    if (Bits == 8 || Bits == 16 || Bits == 32 || Bits == 64)
+      return Bits / 8;
+  }
+  return 0;
+}
+
+// The memory operand of Inst (the first operand the description calls
+// memory) into R's Base, Index, Segment and Disp; false if it has none in
+// the expected five-part form.
+bool memOperand(const MCInst &Inst, const MCInstrDesc &D, RawOp &R) {
+  unsigned M = 0;
+  while (M < D.getNumOperands() &&
+         D.operands()[M].OperandType != MCOI::OPERAND_MEMORY)
+    M++;
+  if (!(M + 4 < Inst.getNumOperands() && Inst.getOperand(M).isReg() &&
+        Inst.getOperand(M + 2).isReg() && Inst.getOperand(M + 4).isReg()))
+    return false;
+  R.Base = Inst.getOperand(M).getReg();
+  R.Index = Inst.getOperand(M + 2).getReg();
+  R.Segment = Inst.getOperand(M + 4).getReg();
+  const MCOperand &Disp = Inst.getOperand(M + 3);
+  if (Disp.isImm())
+    R.Disp = Disp.getImm();
+  else
+    R.Base = MCRegister(); // a symbolic displacement: unknown address
+  return true;
+}
 
 bool isPrefix(uint8_t B) {
   switch (B) {
@@ -484,6 +530,7 @@ bool machineOps(const MCParts &P, StringRef Text, bool Intel,
 
   ArrayRef<uint8_t> Bytes(reinterpret_cast<const uint8_t *>(Str.Bytes.data()),
                           Str.Bytes.size());
+  bool LockNext = false;
   for (uint64_t Off = 0; Off < Bytes.size();) {
     MCInst Inst;
     uint64_t Size = 0;
@@ -501,29 +548,30 @@ bool machineOps(const MCParts &P, StringRef Text, bool Intel,
                      : Name == "CLFLUSHOPT" ? FlushClflushopt
                      : Name == "CLFLUSH"    ? FlushClflush
                                             : 0;
+    // (The disassembler may decode a lock prefix as an instruction of its
+    // own: it locks the next one.)
+    bool Fences = Lock || (Name.startswith("XCHG") && D.mayLoad());
+    bool Locked = Fences || LockNext;
+    LockNext = Name == "LOCK_PREFIX";
+    if (!Flush && (D.mayLoad() || D.mayStore())) {
+      RawOp R{false, 0, MCRegister(), MCRegister(), MCRegister(), 0};
+      R.IsMem = true;
+      R.Store = D.mayStore();
+      R.Locked = Locked;
+      R.Size = accessBytes(Name);
+      // (Stack pushes and pops, string instructions: no memory operand.)
+      if (memOperand(Inst, D, R))
+        Out.push_back(R);
+    }
     if (Flush) {
       RawOp R{true, Flush, MCRegister(), MCRegister(), MCRegister(), 0};
-      unsigned M = 0;
-      while (M < D.getNumOperands() &&
-             D.operands()[M].OperandType != MCOI::OPERAND_MEMORY)
-        M++;
-      if (M + 4 < Inst.getNumOperands() && Inst.getOperand(M).isReg() &&
-          Inst.getOperand(M + 2).isReg() && Inst.getOperand(M + 4).isReg()) {
-        R.Base = Inst.getOperand(M).getReg();
-        R.Index = Inst.getOperand(M + 2).getReg();
-        R.Segment = Inst.getOperand(M + 4).getReg();
-        const MCOperand &Disp = Inst.getOperand(M + 3);
-        if (Disp.isImm())
-          R.Disp = Disp.getImm();
-        else
-          R.Base = MCRegister(); // a symbolic displacement: unknown address
-      }
+      memOperand(Inst, D, R);
       Out.push_back(R);
     } else if (Name == "SFENCE") {
       Out.push_back({false, FenceSfence, {}, {}, {}, 0});
     } else if (Name == "MFENCE") {
       Out.push_back({false, FenceMfence, {}, {}, {}, 0});
-    } else if (Lock || (Name.startswith("XCHG") && D.mayLoad())) {
+    } else if (Fences) {
       // A locked instruction: lock prefix, or xchg with a memory operand.
       Out.push_back({false, FenceLocked, {}, {}, {}, 0});
     }
@@ -687,18 +735,37 @@ AsmEffect fromRaw(const MCParts &P, ArrayRef<RawOp> Raw,
   AsmEffect E;
   E.Decoded = true;
   for (const RawOp &R : Raw) {
-    AsmOp Op;
-    Op.IsFlush = R.IsFlush;
-    Op.Kind = R.Kind;
-    if (R.IsFlush && R.Base && !R.Index && !R.Segment)
+    int Arg = -1;
+    if ((R.IsFlush || R.IsMem) && R.Base && !R.Index && !R.Segment)
       for (const Operand &O : Ops)
         if (O.Gpr >= 0 && O.Arg >= 0 && O.ArgIsAddress &&
             (O.Kind == OpKind::Reg || O.Kind == OpKind::Mem) &&
             P.MRI->isSubRegisterEq(P.GprReg[O.Gpr], R.Base)) {
-          Op.Arg = O.Arg;
-          Op.Disp = R.Disp;
+          Arg = O.Arg;
           break;
         }
+    if (R.IsMem) {
+      // The stack and RIP-relative data (the program's globals) are not PM.
+      StringRef BaseName = R.Base ? P.MRI->getName(R.Base) : "";
+      if (Arg < 0 && (BaseName == "RSP" || BaseName == "RBP" ||
+                      BaseName == "RIP" || BaseName == "ESP"))
+        continue;
+      AsmMem M;
+      M.Store = R.Store;
+      M.Locked = R.Locked;
+      M.Size = R.Size;
+      M.Arg = Arg;
+      M.Disp = Arg >= 0 ? R.Disp : 0;
+      E.Mem.push_back(M);
+      continue;
+    }
+    AsmOp Op;
+    Op.IsFlush = R.IsFlush;
+    Op.Kind = R.Kind;
+    if (Arg >= 0) {
+      Op.Arg = Arg;
+      Op.Disp = R.Disp;
+    }
     E.Ops.push_back(Op);
   }
   return summarise(E);

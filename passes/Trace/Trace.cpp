@@ -18,6 +18,7 @@
 #include "Trace/Trace.h"
 
 #include "Common/PersistOps.h"
+#include "Common/SourceLoc.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -56,6 +57,9 @@ STATISTIC(NumStores, "Stores instrumented");
 STATISTIC(NumNTStores, "Non-temporal stores instrumented");
 STATISTIC(NumWideStores, "Stores wider than 8 bytes instrumented as writes");
 STATISTIC(NumAtomics, "Atomic stores, RMWs and cmpxchgs instrumented");
+STATISTIC(NumAsmWrites, "Inline asm writes through an operand instrumented");
+STATISTIC(NumUnplacedAsmWrites,
+          "Inline asm writes at an address no operand names (not recorded)");
 STATISTIC(NumMemIntrinsics, "memcpy/memmove/memset instrumented");
 STATISTIC(NumFlushes, "Flushes instrumented (intrinsics and inline asm)");
 STATISTIC(NumFences, "Fences instrumented (sfence, mfence, seq_cst, lock)");
@@ -140,6 +144,7 @@ private:
   void instrumentFlush(CallBase *CB, Value *Addr, uint32_t Kind);
   void instrumentFence(Instruction *I, uint32_t Kind, bool After);
   void instrumentAsm(CallBase *CB);
+  bool instrumentAsmStores(CallBase *CB, const AsmEffect &E, uint32_t Loc);
   const Value *instrumentLibWrite(CallBase *CB);
   void instrumentCall(CallBase *CB, const Value *Recorded);
   void emitLocTable();
@@ -512,6 +517,59 @@ void Tracer::instrumentFence(Instruction *I, uint32_t Kind, bool After) {
 // it holds a locked instruction (which must have happened for its ordering
 // to count). A flush whose address is no operand is not reported: a missing
 // flush can only add crash images, a wrong one could hide some.
+// The writes an asm statement makes through its operands (AsmDecode),
+// recorded once it has run with what the memory then holds: a locked write
+// of at most 8 bytes as an atomic RMW (bracketed like an IR atomic, so no
+// other thread's event is recorded between the write and its record; a
+// cmpxchg that failed is recorded as a write of the value that was there),
+// anything else as a write of the bytes. Returns whether a locked write was
+// recorded (its event stands for the statement's locked fence).
+bool Tracer::instrumentAsmStores(CallBase *CB, const AsmEffect &E,
+                                 uint32_t Loc) {
+  bool Locked = false;
+  for (const AsmMem &Mm : E.Mem) {
+    if (!Mm.Store)
+      continue;
+    if (Mm.Arg < 0) {
+      ++NumUnplacedAsmWrites;
+      errs() << DEBUG_TYPE << ": warning: " << sourceLoc(CB)
+             << ": inline asm writes memory at an address no operand names: "
+                "the trace does not record that write (if it may be PM, "
+                "pass the address as an operand)\n";
+      continue;
+    }
+    Value *A = CB->getArgOperand(Mm.Arg);
+    if (A->getType()->isIntegerTy()) {
+      IRBuilder<> B(CB);
+      A = B.CreateIntToPtr(B.CreateZExtOrTrunc(A, IntPtr), Ptr);
+    }
+    if (!A->getType()->isPointerTy() || neverPM(A))
+      continue;
+    uint64_t Size = Mm.Size;
+    if (!Size)
+      if (Type *T = CB->getParamElementType(Mm.Arg))
+        Size = DL.getTypeStoreSize(T);
+    if (!Size)
+      Size = 8;
+    IRBuilder<> B(CB);
+    if (Mm.Disp)
+      A = B.CreateGEP(I8, A, B.getInt64(Mm.Disp));
+    if (Mm.Locked && Size <= 8 && !Locked) {
+      Value *Tok = B.CreateCall(FAtomicBegin, {A});
+      B.SetInsertPoint(CB->getNextNode());
+      Value *V = B.CreateAlignedLoad(B.getIntNTy(8 * Size), A, Align(1));
+      B.CreateCall(FAtomicEnd, {Tok, A, B.CreateZExt(V, I64), B.getInt32(Size),
+                                B.getInt32(EvRMW), B.getInt32(Loc)});
+      Locked = true;
+    } else {
+      B.SetInsertPoint(CB->getNextNode());
+      B.CreateCall(FWrite, {A, A, B.getInt64(Size), B.getInt32(Loc)});
+    }
+    ++NumAsmWrites;
+  }
+  return Locked;
+}
+
 void Tracer::instrumentAsm(CallBase *CB) {
   AsmEffect E = asmEffect(*CB);
   if (!E.Decoded) { // the text rules: the first pointer operand
@@ -534,8 +592,11 @@ void Tracer::instrumentAsm(CallBase *CB) {
     return !Op.IsFlush && Op.Kind == FenceLocked;
   });
   uint32_t Loc = locOf(CB);
+  bool LockedStore = !CB->isTerminator() && instrumentAsmStores(CB, E, Loc);
   IRBuilder<> B(After ? CB->getNextNode() : CB);
   for (const AsmOp &Op : E.Ops) {
+    if (!Op.IsFlush && Op.Kind == FenceLocked && LockedStore)
+      continue; // the locked write's event is the fence
     if (!Op.IsFlush) {
       B.CreateCall(FFence, {B.getInt32(Op.Kind), B.getInt32(Loc)});
       ++NumFences;

@@ -99,13 +99,23 @@ void nothing(char *p) {
   __asm__ volatile("clflush %0" ::"rm"(p) : "memory");
 }
 
-// An xchg with a memory operand is locked: a fence, reported after it. The
-// register form (cpuid.h's) is not; neither is a plain add.
+// An xchg with a memory operand is locked: its write is recorded as an
+// atomic RMW of what the memory holds afterwards, bracketed like an IR
+// atomic (no other thread's event between the write and its record), and
+// that event is its fence. A locked add to the stack is a fence only (the
+// stack is no PM; a lock prefix decoded as an instruction of its own counts
+// once). The register form (cpuid.h's) is nothing. A plain add to memory
+// is a write of its 8 bytes, recorded after it.
 // CHECK-LABEL: define{{.*}} void @xchgs(
-// CHECK: asm sideeffect "xchgq $0, $1"
-// CHECK-NEXT: call void @__pmkit_trace_fence(i32 3,
+// CHECK: call i32 @__pmkit_trace_atomic_begin(ptr %w)
+// CHECK-NEXT: asm sideeffect "xchgq $0, $1"
+// CHECK-NEXT: [[V:%.*]] = load i64, ptr %w, align 1
+// CHECK-NEXT: call void @__pmkit_trace_atomic_end(i32 {{%.*}}, ptr %w, i64 [[V]], i32 8, i32 3,
 // CHECK: asm sideeffect "lock; addl $$0, (%rsp)"
 // CHECK-NEXT: call void @__pmkit_trace_fence(i32 3,
+// CHECK-NOT: __pmkit_trace
+// CHECK: asm sideeffect "addq $$1, $0"
+// CHECK-NEXT: call void @__pmkit_trace_write(ptr %w, ptr %w, i64 8,
 // CHECK-NOT: __pmkit_trace
 // CHECK: ret void
 void xchgs(uint64_t *w) {
