@@ -258,6 +258,8 @@ public:
       if (e.writes() && !runtimeLoc[i])
         userWrites.push_back((uint32_t)i);
     }
+    if (O.robustness)
+      hbInit();
     for (PoolState &s : pools) // zero units hash to 0: only data pages count
       for (uint64_t pg : s.pool->pages)
         for (uint64_t a = pg * PMKIT_TRACE_PAGE;
@@ -331,6 +333,28 @@ private:
   static constexpr uint32_t NONE_EV = UINT32_MAX;
   static constexpr uint32_t DURABLE_EV = UINT32_MAX - 1;
   bool persistPair(const JobInfo &info, const ReadSet *reads, Key &lost,
+                   Key &kept);
+  // Happens-before between the threads of a multi-threaded trace that has
+  // the program's loads: program order, a load or RMW reading an 8-byte word
+  // whose last write was another thread's (reads-from; the runtime's own
+  // writes follow its own locks and are left out), and every thread after
+  // what the first thread did before any other showed (the set-up before
+  // the threads were started; creation and joins are not in the trace, so
+  // a thread started later is not ordered after what its creator did in
+  // between, unless it reads it). A lost write and
+  // a later kept one of another thread with no such path between them are not a
+  // violation: strict persistency may order two unsynchronised writes either
+  // way. Vector clocks of the write events; hbOn is false for one thread or a
+  // trace without loads (then the recorded order counts, as for one thread).
+  bool hbOn = false;
+  uint32_t nthr = 1;
+  std::vector<uint32_t> thrOf, thrSeq;         // per event
+  std::unordered_map<uint32_t, uint32_t> vcAt; // write event -> offset in vcs
+  std::vector<uint32_t> vcs;
+  uint64_t unordered = 0; // images whose losses only unordered writes follow
+  void hbInit();
+  bool hb(uint32_t a, uint32_t b) const;
+  bool orderedPair(const JobInfo &info, const ReadSet &reads, Key &lost,
                    Key &kept);
   // Failing images by (lost write's location, later kept write's
   // location; 0 when none was kept after it), with a count and an example.
@@ -1125,6 +1149,10 @@ void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
   if (!persistPair(info, reads, lost, kept) || kept.first == NONE_EV ||
       kept < lost)
     return;
+  if (hbOn && reads && !orderedPair(info, *reads, lost, kept)) {
+    unordered++;
+    return;
+  }
   nonRobust++;
   const Event &a = T.events[lost.first], &b = T.events[kept.first];
   auto key =
@@ -1134,6 +1162,140 @@ void Engine::robustness(const JobInfo &info, const ReadSet *reads) {
   if (fresh)
     it->second.pos = info.pos;
   it->second.images++;
+}
+
+void Engine::hbInit() {
+  std::unordered_map<uint32_t, uint32_t> dense;
+  bool loads = false;
+  for (const Event &e : T.events) {
+    dense.try_emplace(e.tid, (uint32_t)dense.size());
+    loads |= e.kind == PMKIT_EV_LOAD;
+  }
+  nthr = (uint32_t)dense.size();
+  if (nthr < 2 || !loads || nthr > 64)
+    return;
+  size_t n = T.events.size();
+  thrOf.resize(n);
+  thrSeq.resize(n);
+  std::vector<std::vector<uint32_t>> cur(nthr, std::vector<uint32_t>(nthr));
+  std::vector<uint32_t> all(nthr);   // every event recorded so far
+  std::vector<uint32_t> spawn(nthr); // ... when a second thread first showed
+  bool spawned = false;
+  std::vector<uint8_t> started(nthr);
+  std::unordered_map<uint64_t, uint32_t> lastWrite; // word -> user write
+  auto join = [&](std::vector<uint32_t> &v, const uint32_t *w) {
+    for (uint32_t k = 0; k < nthr; k++)
+      v[k] = std::max(v[k], w[k]);
+  };
+  for (size_t i = 0; i < n; i++) {
+    const Event &e = T.events[i];
+    uint32_t t = dense[e.tid];
+    thrOf[i] = t;
+    std::vector<uint32_t> &v = cur[t];
+    if (!started[t]) {
+      if (i && !spawned) {
+        spawn = all;
+        spawned = true;
+      }
+      join(v, spawn.data());
+      started[t] = 1;
+    }
+    thrSeq[i] = ++v[t];
+    bool reads = e.kind == PMKIT_EV_LOAD || e.kind == PMKIT_EV_RMW;
+    bool user = e.writes() && !runtimeLoc[i];
+    uint64_t len = e.length();
+    if ((reads || user) && e.addr && len)
+      for (uint64_t a = e.addr & ~7ull; a < e.addr + len; a += 8) {
+        if (reads) {
+          auto it = lastWrite.find(a);
+          if (it != lastWrite.end() && thrOf[it->second] != t)
+            join(v, &vcs[vcAt[it->second]]);
+        }
+        if (user)
+          lastWrite[a] = (uint32_t)i;
+      }
+    if (user) {
+      vcAt[(uint32_t)i] = (uint32_t)vcs.size();
+      vcs.insert(vcs.end(), v.begin(), v.end());
+    }
+    join(all, v.data());
+  }
+  hbOn = true;
+}
+
+// Event a happens before write event b (hbInit's relation).
+bool Engine::hb(uint32_t a, uint32_t b) const {
+  if (thrOf[a] == thrOf[b])
+    return a < b;
+  auto it = vcAt.find(b);
+  return it != vcAt.end() && vcs[it->second + thrOf[a]] >= thrSeq[a];
+}
+
+// As persistPair on the words read, per thread: the first lost write of each
+// thread and the latest kept write of each; true, with that pair, if some
+// thread's first loss happens before another's (or its own) later kept
+// write. (If a later loss of a thread happens before a kept write, so does
+// the thread's first; if a kept write follows, in its thread, a write that
+// a loss happens before, the latest kept of that thread is after it too.)
+bool Engine::orderedPair(const JobInfo &info, const ReadSet &reads, Key &lost,
+                         Key &kept) {
+  std::unordered_map<uint32_t, uint32_t> dev;
+  for (const Choice &c : info.choices)
+    dev[c.ui] = c.k;
+  const Key none{UINT32_MAX, 0};
+  std::vector<Key> lostBy(nthr, none), keptBy(nthr, Key{NONE_EV, 0});
+  auto keyOf = [&](const Unit &u, uint32_t j) {
+    return Key{u.hist[j].ev, u.addr + u.hist[j].off};
+  };
+  const uint64_t *w = reads.data(), *end = w + reads.size();
+  while (w != end) {
+    uint64_t ua = *w & ~(uint64_t)(U - 1);
+    const uint64_t *next = w;
+    while (next != end && (*next & ~(uint64_t)(U - 1)) == ua)
+      next++;
+    auto found = index.find(ua);
+    if (found != index.end()) {
+      const Unit &u = units[found->second];
+      auto read = [&](const Piece &p) {
+        uint64_t lo = u.addr + p.off, hi = lo + p.len;
+        for (const uint64_t *x = w; x != next; x++)
+          if (*x<hi && * x + 8> lo)
+            return true;
+        return false;
+      };
+      uint32_t n =
+          (uint32_t)(std::lower_bound(u.hist.begin(), u.hist.end(), info.pos,
+                                      [](const Piece &p, size_t pos) {
+                                        return p.ev < pos;
+                                      }) -
+                     u.hist.begin());
+      auto it = dev.find(found->second);
+      uint32_t k = it == dev.end() ? n : std::min(n, it->second);
+      for (uint32_t j = 0; j < n; j++) {
+        uint32_t ev = u.hist[j].ev;
+        if (runtimeEv(ev) || !read(u.hist[j]))
+          continue;
+        Key x = keyOf(u, j);
+        uint32_t t = thrOf[ev];
+        if (j < k) {
+          if (keptBy[t].first == NONE_EV || x > keptBy[t])
+            keptBy[t] = x;
+        } else if (x < lostBy[t]) {
+          lostBy[t] = x;
+        }
+      }
+    }
+    w = next;
+  }
+  for (uint32_t i = 0; i < nthr; i++)
+    for (uint32_t j = 0; j < nthr; j++)
+      if (lostBy[i] != none && keptBy[j].first != NONE_EV &&
+          lostBy[i] < keptBy[j] && hb(lostBy[i].first, keptBy[j].first)) {
+        lost = lostBy[i];
+        kept = keptBy[j];
+        return true;
+      }
+  return false;
 }
 
 // The program's first lost write of an image (in store order) and its
@@ -1919,11 +2081,24 @@ void Engine::report(double secs) {
   } else {
     printf("\nrobustness: %llu of %llu crash images no strict-persistency "
            "execution produces (each image as the writes it keeps and loses, "
-           "%llu distinct contents; judged on %s)\n",
+           "%llu distinct contents; judged on %s%s)\n",
            (unsigned long long)nonRobust, (unsigned long long)robustChecked,
            (unsigned long long)distinct,
            wholeImage ? "the whole image: the checker recorded no reads"
-                      : "the locations the checker read");
+                      : "the locations the checker read",
+           hbOn       ? "; threads ordered by happens-before: program order, "
+                        "reads of a word another thread wrote, the set-up before "
+                        "the threads"
+           : nthr > 1 ? "; threads ordered as recorded: the trace has no "
+                        "loads to find happens-before with (--trace-loads)"
+                      : "");
+    if (unordered)
+      printf("  %llu more keep a write of one thread while losing an earlier "
+             "write of another that no recorded synchronisation orders before "
+             "it (not violations: strict persistency may order the two either "
+             "way; synchronisation through memory the trace does not record, "
+             "a lock in DRAM, is not seen)\n",
+             (unsigned long long)unordered);
     std::vector<const Violation *> vs;
     for (auto &[k, v] : violations)
       vs.push_back(&v);
@@ -1933,6 +2108,8 @@ void Engine::report(double secs) {
     js += "{\"images\": " + std::to_string(robustChecked) +
           ", \"violating\": " + std::to_string(nonRobust) +
           ", \"whole_image\": " + (wholeImage ? "true" : "false") +
+          ", \"happens_before\": " + (hbOn ? "true" : "false") +
+          ", \"unordered\": " + std::to_string(unordered) +
           ", \"violations\": [";
     for (size_t i = 0; i < vs.size(); i++) {
       std::string text = violationText(*vs[i]);

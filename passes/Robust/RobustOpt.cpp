@@ -86,13 +86,19 @@ PMAccess pmkit::accessOf(Instruction &I, const DataLayout &DL) {
     R.Addr = SI->getPointerOperand();
     R.Size = DL.getTypeStoreSize(SI->getValueOperand()->getType());
     R.A = SI->getAlign();
-    R.What = SI->isAtomic() ? "atomic store to PM" : "store to PM";
+    R.What = SI->isAtomic()     ? "atomic store to PM"
+             : SI->isVolatile() ? "volatile store to PM"
+                                : "store to PM";
   } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
-    if (LI->isAtomic()) {
+    // A volatile load counts as an atomic one: lock-free code written before
+    // C11 atomics (and atomics libraries built on compiler builtins, such as
+    // Concurrency Kit's) reads shared words with volatile loads, so one may
+    // return another thread's store that has not persisted yet.
+    if (LI->isAtomic() || LI->isVolatile()) {
       R.Addr = LI->getPointerOperand();
       R.Size = DL.getTypeStoreSize(LI->getType());
       R.A = LI->getAlign();
-      R.What = "atomic load from PM";
+      R.What = LI->isAtomic() ? "atomic load from PM" : "volatile load from PM";
     }
   } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
     R.Addr = RMW->getPointerOperand();
@@ -823,7 +829,7 @@ void Planner::transfer(Instruction &I, State &S) {
       accessFresh(O, S);
     } else {
       Key K = keyOf(A.Addr, A.Size, &I);
-      if (Flit && SI->isAtomic()) {
+      if (Flit && (SI->isAtomic() || SI->isVolatile())) {
         act(RobustAction::FlitStore, &I,
             "atomic store to PM: FliT counter around the write-back");
         S.clear();
@@ -838,7 +844,8 @@ void Planner::transfer(Instruction &I, State &S) {
       }
     }
   } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
-    if (LI->isAtomic() && mayBePM(LI->getPointerOperand()) && !ignored(I)) {
+    if ((LI->isAtomic() || LI->isVolatile()) &&
+        mayBePM(LI->getPointerOperand()) && !ignored(I)) {
       int O = freshOf(LI->getPointerOperand());
       if (O < 0 || S.Obj[O] == Escaped || S.Obj[O] == NotAlloc ||
           S.Obj[O] == Conflict) {

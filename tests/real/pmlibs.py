@@ -3,6 +3,11 @@
 (tests/real/realtier.py): built in the pool modes, proven with `pmkit explore` and crash
 points, with the must-fail builds, and timed against the volatile build.
 
+Concurrency Kit (Debian's ck, built by its own configure and make with pmkit as the compiler;
+tests/real/ckpm.c is the program of ours on it): a stack, an MPMC ring and a hash set used by
+two threads, in robust mode, explored like uthash, with ck's compiler-builtin atomics and with
+its x86_64 inline-asm atomics (Debian's own build).
+
 uthash (Debian's uthash-dev; tests/real/utpm.c is the program of ours around it):
 - robust mode, settings base, opt and flit: a traced build explored under `x86-line` with
   `--robustness` and utpm's checker (every crash point inside the operations; the verdict says
@@ -17,6 +22,7 @@ uthash (Debian's uthash-dev; tests/real/utpm.c is the program of ours around it)
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -29,9 +35,11 @@ sys.path.insert(0, str(ROOT / "tests" / "cli"))
 import crashrun  # noqa: E402
 import debsrc  # noqa: E402
 import wppgolden  # noqa: E402
-from realcommon import Failed, run, say  # noqa: E402
+from realcommon import JOBS, Failed, fresh_tree, run, say  # noqa: E402
 
 UTHASH = "2.3.0-1"
+CK = "0.7.1-10"
+CKPM = HERE / "ckpm.c"
 UTPM = HERE / "utpm.c"
 # the short runs checked (operations, keys, seed): FEW_BUCKETS makes uthash double its bucket
 # array within them
@@ -50,10 +58,14 @@ def uthash_include() -> tuple[Path, str]:
 
 
 def glue_lines(mode: str) -> int:
-    """Lines of utpm.c between "glue begin: ... MODE ..." and "glue end", blank lines and
-    comment lines left out: what a user adds around uthash for MODE."""
+    return glue_lines_of(UTPM, mode)
+
+
+def glue_lines_of(program: Path, mode: str) -> int:
+    """Lines of program between "glue begin: ... MODE ..." and "glue end", blank lines and
+    comment lines left out: what a user adds around the library for MODE."""
     n, inside = 0, False
-    for line in UTPM.read_text().splitlines():
+    for line in program.read_text().splitlines():
         s = line.strip()
         if s.startswith("// glue begin:"):
             inside = mode in s.split(":", 1)[1].split("(")[0].split()
@@ -105,6 +117,12 @@ def coverage(rep: dict) -> str:
         f"{rep['images_checked']} distinct images at {c['points_explored']} crash points, "
         f"{c['points_exhaustive']} enumerated exhaustively"
     )
+    unordered = (rep.get("robustness") or {}).get("unordered")
+    if unordered:
+        s += (
+            f", {unordered} images losing only writes unsynchronised with the later kept ones "
+            f"not counted"
+        )
     if c["points_sampled"]:
         s += (
             f", {c['points_sampled']} sampled ({c['sampled_images_tried']} of about "
@@ -147,6 +165,7 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
     settings = ["base"] if quick else ["base", "opt", "flit"]
     seeds = [str(s) for s in range(1, trials + 1)]
     explored, t0 = {}, time.monotonic()
+    images = points = exhaustive = 0
     for s in settings:
         exe = build(work, f"robust-{s}", inc, "--mode=robust", f"--robust-setting={s}",
                     "--trace", "--trace-loads", *TRACED)  # fmt: skip
@@ -155,6 +174,9 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
             if rep["robustness"]["violating"] or rep["images_failed"]:
                 raise Failed(f"robust {s} seed {seed}: {rep['robustness']}")
             explored[f"{s}/seed {seed}"] = coverage(rep)
+            images += rep["images_checked"]
+            points += rep["coverage"]["points_explored"]
+            exhaustive += rep["coverage"]["points_exhaustive"]
             say(f"  uthash robust {s}, seed {seed}: clean under x86-line: {coverage(rep)}")
     plain = build(work, "plain", inc, "--trace", "--trace-loads", *TRACED)
     rep = explore(work, plain, "x86-line", 100000, 1, "1", robustness=True)
@@ -172,6 +194,11 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
         "settings": settings,
         "seeds": len(seeds),
         "explored": explored,
+        "checked": (
+            f"{len(settings) * len(seeds)} explorer runs under x86-line with --robustness "
+            f"({', '.join(settings)}): {images:,} images, {exhaustive:,} of {points:,} crash "
+            f"points enumerated exhaustively, 0 failed"
+        ),
         "control_without_mode": control,
         "glue_lines": glue_lines("robust"),
         "source_changes": 0,
@@ -293,8 +320,8 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
     bite = _must_fail_points(removed, work, rng)
     say(f"  uthash with the FASEs removed: failed as meant: {bite}")
     adr = build(work, "clobber-adr", inc, *fase, "--clobber-domain=adr", "--trace", *TRACED)
-    rep = explore(work, adr, "x86", 4000 if quick else 20000, 0, "1")
-    adr_cov = coverage(rep)
+    rep_adr = explore(work, adr, "x86", 4000 if quick else 20000, 0, "1")
+    adr_cov = coverage(rep_adr)
     say(f"  uthash clobber ADR: clean under x86: {adr_cov}")
     nolog = build(work, "clobber-nolog", inc, *fase, "--clobber-domain=adr", "--trace",
                   "-mllvm", "-pmkit-clobber-skip-log", *TRACED)  # fmt: skip
@@ -307,6 +334,14 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
         "uthash": what,
         "crash_points": crashed,
         "explored_adr": adr_cov,
+        "checked": (
+            f"eADR: {sum(p['crashed'] for p in crashed):,} crashes at PM stores "
+            f"({'a sample' if quick else 'every store'} of {trials} sequence(s)), "
+            f"{sum(p['during'] for p in crashed)} again during recovery; ADR: "
+            f"{rep_adr['images_checked']:,} images under x86 "
+            f"({rep_adr['coverage']['points_exhaustive']} of "
+            f"{rep_adr['coverage']['points_explored']} points exhaustive); 0 failed"
+        ),
         "control_fase_removed": bite,
         "control_no_log": nolog_why,
         "glue_lines": glue_lines("clobber"),
@@ -339,3 +374,157 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
     res["verdict"] = verdict
     res["check_seconds"] = round(time.monotonic() - t0, 1)
     return res
+
+
+def cc_script(work: Path, name: str, *flags: str) -> Path:
+    """A compiler command as one program: ck's configure takes CC as a path (a CC with
+    arguments, "pmkit cc --mode=robust", is looked up as one name, not found, and replaced by
+    gcc without a word), so a user of such a build system writes this two-line script."""
+    script = work / f"cc-{name}"
+    cmd = " ".join(wppgolden.pmkit("cc", *flags))
+    script.write_text(f'#!/bin/sh\nexec {cmd} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def build_ck(work: Path, name: str, builtins: bool, *flags: str) -> tuple[Path, list[str]]:
+    """Debian's ck configured as debian/rules configures it (--cores=2), with
+    --use-cc-builtins when `builtins`, compiled by `pmkit cc FLAGS` through cc_script, and
+    ckpm.c linked to its libck.a with the same flags. Returns (the program, its flags)."""
+    src, version, log = fresh_tree("ck", CK, work, f"ck-{name}")
+    cc = cc_script(work, name, *flags)
+    conf = ["./configure", f"--prefix={work / ('ck-inst-' + name)}", "--cores=2"]
+    run([*conf, *(["--use-cc-builtins"] if builtins else [])], src, log,
+        env=dict(os.environ, CC=str(cc)))  # fmt: skip
+    run(["make", f"-j{JOBS}"], src, log)
+    if not any("pmkit" in ln for ln in (src / "build" / "ck.build").read_text().splitlines()):
+        raise Failed(f"ck's build does not use pmkit's compiler: {src / 'build' / 'ck.build'}")
+    exe = work / f"ckpm-{name}"
+    prog_flags = [*flags, *(["-DCK_USE_CC_BUILTINS=1"] if builtins else [])]
+    run(
+        wppgolden.pmkit("cc", *prog_flags, f"-I{src / 'include'}", str(CKPM))
+        + [str(src / "src" / "libck.a"), "-lpthread", "-o", str(exe)],
+        work,
+        log,
+    )
+    return exe, prog_flags
+
+
+def explore_ck(work: Path, exe: Path, iters: str, expect: int, n: int) -> dict:
+    """pmkit explore of a two-thread run of ckpm (iters iterations each) under x86-line with
+    --robustness; exit status `expect`."""
+    pool, rep = work / f"{exe.name}-{n}.pool", work / f"{exe.name}-{n}.json"
+    pool.unlink(missing_ok=True)
+    cmd = wppgolden.pmkit(
+        "explore", "--no-progress", "--model", "x86-line", "--robustness", "--mark", "op",
+        "--budget", "100000", "--per-point", "2048", "--json", str(rep),
+        "--save-dir", str(work / f"fail-{exe.name}"), *(["--stop-after", "1"] if expect else []),
+        "--check", f"{exe} check {{pool}} {iters}", "--", str(exe), "run", str(pool), iters,
+    )  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != expect or not rep.exists():
+        raise Failed(
+            f"pmkit explore of {exe.name} exit {r.returncode}, expected {expect}:"
+            f"\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
+        )
+    return json.loads(rep.read_text())
+
+
+def ck_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """ck's stack, MPMC ring and hash set in a pool, two threads, robust mode: `trials`
+    recorded runs explored per setting and atomics (builtins: base, opt, flit; inline asm:
+    base; base only, builtins, when quick), the build without the mode must fail, and (not
+    quick) the throughput against the volatile build."""
+    iters = "20"
+    settings = ["base"] if quick else ["base", "opt", "flit"]
+    configs = [(s, True) for s in settings] + ([] if quick else [("base", False)])
+    explored, images, points, exhaustive = {}, 0, 0, 0
+    traced = ("--trace", "--trace-loads", "-DCKPM_POOL_MB=4", "-O1", "-g")
+    t0 = time.monotonic()
+    for s, builtins in configs:
+        kind = "builtins" if builtins else "asm"
+        exe, _ = build_ck(work, f"{s}-{kind}", builtins, "--mode=robust",
+                          f"--robust-setting={s}", *traced)  # fmt: skip
+        for n in range(1, trials + 1):
+            rep = explore_ck(work, exe, iters, 0, n)
+            if rep["robustness"]["violating"] or rep["images_failed"]:
+                raise Failed(f"ck robust {s} ({kind}) run {n}: {rep['robustness']}")
+            explored[f"{s}/{kind}/run {n}"] = coverage(rep)
+            images += rep["images_checked"]
+            points += rep["coverage"]["points_explored"]
+            exhaustive += rep["coverage"]["points_exhaustive"]
+            say(f"  ck robust {s} ({kind} atomics), run {n}: clean under x86-line: "
+                f"{coverage(rep)}")  # fmt: skip
+    plain, _ = build_ck(work, "plain", True, *traced)
+    rep = explore_ck(work, plain, iters, 1, 1)
+    why = [f["output"].strip() for f in rep["failures"]]
+    if not rep["robustness"]["violating"] or not any("inconsistent" in w for w in why):
+        raise Failed(f"ck without robust mode failed for another reason: {why[:2]}")
+    control = (
+        f"without robust mode: {rep['robustness']['violating']} images no strict-persistency "
+        f"execution produces, and the checker rejected {rep['images_failed']} "
+        f'("{why[0][:90]}")'
+    )
+    say(f"  ck without robust mode: failed as meant: {control}")
+    res = {
+        "ck": CK,
+        "configs": [f"{s}/{'builtins' if b else 'asm'}" for s, b in configs],
+        "runs": trials,
+        "explored": explored,
+        "checked": (
+            f"{len(explored)} explorer runs of 2 threads under x86-line with --robustness "
+            f"({', '.join(res_configs(configs))}): {images:,} images, {exhaustive:,} of "
+            f"{points:,} crash points enumerated exhaustively, 0 failed"
+        ),
+        "control_without_mode": control,
+        "glue_lines": glue_lines_of(CKPM, "robust") + 2,  # and the 2-line compiler script
+        "source_changes": 0,
+    }
+    verdict = (
+        f"{len(explored)} explorer runs (2 threads, {iters} iterations each of a stack push, "
+        f"a ring enqueue, pops, dequeues and hash-set inserts and lookups), each clean under "
+        f"x86-line with --robustness: "
+        + "; ".join(f"{k}: {v}" for k, v in explored.items())
+        + f"; must-fail: {control}"
+    )
+    if not quick:
+        opt = ("-O2", "-DNDEBUG")
+        variants = {"volatile": build_ck(work, "b-none", True, *opt)[0]}
+        for s in settings:
+            variants[s] = build_ck(work, f"b-{s}", True, "--mode=robust",
+                                   f"--robust-setting={s}", *opt)[0]  # fmt: skip
+        t = timed_ck(variants, work)
+        res["throughput"] = t
+        res["throughput_ratio"] = t["ratio_to_volatile"]
+        verdict += "; throughput (2 threads, medians of 5 interleaved runs) against the " + (
+            "volatile build: "
+            + ", ".join(f"{s} {t['ratio_to_volatile'][s]:.2f}x" for s in settings)
+        )
+    res["verdict"] = verdict
+    res["explore_seconds"] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def res_configs(configs) -> list[str]:
+    return [f"{s} with {'builtin' if b else 'inline-asm'} atomics" for s, b in configs]
+
+
+def timed_ck(variants: dict[str, Path], work: Path, runs: int = 5) -> dict:
+    """As timed, for ckpm: 100,000 iterations in each of 2 threads."""
+    per: dict[str, list[float]] = {v: [] for v in variants}
+    for _ in range(runs):
+        for v, exe in variants.items():
+            r = subprocess.run([str(exe), "bench", str(work / "bench.pool"), "100000"],
+                               capture_output=True, text=True, timeout=600)  # fmt: skip
+            if r.returncode:
+                raise Failed(f"{exe.name} bench failed: {r.stderr.strip()}")
+            per[v].append(json.loads(r.stdout)["ops_per_sec"])
+    (work / "bench.pool").unlink(missing_ok=True)
+    med = {v: sorted(x)[len(x) // 2] for v, x in per.items()}
+    return {
+        "iterations_per_thread": 100000,
+        "threads": 2,
+        "runs": per,
+        "median_ops_per_sec": med,
+        "ratio_to_volatile": {v: round(m / med["volatile"], 3) for v, m in med.items()},
+    }

@@ -32,21 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "cli"))
 import debsrc  # noqa: E402
 import pmlibs  # noqa: E402
 import wppgolden  # noqa: E402
-from realcommon import Failed, run, say  # noqa: E402
-
-JOBS = str(min(2, os.cpu_count() or 1))
-
-
-def fresh_tree(package: str, pin: str, work: Path, name: str) -> tuple[Path, str, Path]:
-    """A copy of a Debian source tree (debsrc.fetch) to build in: (tree, version, build log)."""
-    tree, version = debsrc.fetch(package, pin, log=say)
-    src = work / name
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(tree, src, symlinks=True)
-    log = work / f"{name}-build.log"
-    log.unlink(missing_ok=True)
-    return src, version, log
-
+from realcommon import JOBS, Failed, fresh_tree, run, say  # noqa: E402
 
 # ---- libevent, and the libevent server (tests/real/evkv.c) -----------------------------------
 
@@ -503,6 +489,18 @@ PROGRAMS = {
         pmlibs.uthash_robust,
         trials=2,
         quick_trials=1,
+    ),
+    "ck-robust": Real(
+        "ck-robust",
+        "Concurrency Kit's stack, MPMC ring and hash set in a pool, two threads, robust mode",
+        "robust",
+        f"Debian's ck {pmlibs.CK}, unmodified; tests/real/ckpm.c (ours) on it",
+        "ck's allocator callbacks sent to pmkit_alloc, its function pointers rebound and a "
+        "ring reservation dropped at start-up; a 2-line CC script (ck's configure takes CC as "
+        "one path); ./configure --cores=2 [--use-cc-builtins]; make",
+        pmlibs.ck_robust,
+        trials=2,
+        quick_trials=0,
     ),
     "uthash-clobber": Real(
         "uthash-clobber",

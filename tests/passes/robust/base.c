@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // pmkit-robust, base setting: a write-back of the written line(s) and an
-// sfence after every store, RMW, compare-and-swap, atomic load and
+// sfence after every store, RMW, compare-and-swap, atomic or volatile load and
 // memset/memcpy that may touch PM; nothing after DRAM accesses, inside
 // PMKIT_ROBUST_IGNORE_BEGIN/END or in a PMKIT_ROBUST_IGNORE function. With
 // -pmkit-robust-strip-existing the program's own flushes and fences go
@@ -76,6 +76,18 @@ __attribute__((noinline)) long atomics(void) {
   long e = v + 1;
   atomic_compare_exchange_strong(&r->flag, &e, v + 2);
   return v;
+}
+
+// A volatile load reads shared words in pre-C11 lock-free code (and in
+// Concurrency Kit built on compiler builtins): an atomic load's treatment.
+// CHECK-LABEL: define {{.*}}@volatile_read(
+// CHECK: load volatile i64
+// CHECK-NEXT: call void @llvm.x86.clwb
+// CHECK-NEXT: call void @llvm.x86.sse.sfence()
+__attribute__((noinline)) long volatile_read(void) {
+  struct rec *r = rec();
+  // REPORT: pmkit-robust: {{.*}}base.c:[[@LINE+1]]: volatile load from PM (pmkit_root at {{.*}}): write-back + sfence
+  return *(volatile long *)&r->a;
 }
 
 // CHECK-LABEL: define {{.*}}@copies(
