@@ -518,6 +518,14 @@ static int rmw_took_effect(const struct job *j, uint64_t cb) {
   if ((c & 0xffffffffu) != (cb & 0xffffffffu) ||
       (c & PMKIT_SSAPP_TORN) != (cb & PMKIT_SSAPP_TORN))
     return 0; /* this RISE's attempt never got as far as its CAS */
+  /* A later attempt began (rmw_seq is written first) and never recorded
+   * itself: c is an older execution's, of the same RISE and torn bit (the
+   * torn bit alternates, so the one two executions back matches). Taking
+   * it for this one's lost a push: a crash before rmw_cur, recovery
+   * re-executing the RISE with the torn bit flipped back, and a crash there
+   * again (two threads of Concurrency Kit's stack, the real-program tier). */
+  if ((c >> 32 & 1023) != b->rmw_seq)
+    return 0;
   if (b->rmw_seen == c)
     return 1;
   uint64_t *word = (uint64_t *)(uintptr_t)b->rmw_addr;

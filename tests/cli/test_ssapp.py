@@ -93,6 +93,44 @@ def test_a_crash_during_recovery_recovers_again(run, shm, tmp_path):
     assert again > 20  # recovery did get interrupted
 
 
+def test_a_crash_twice_before_an_rmw(run, shm, tmp_path):
+    """tests/cli/ssapp/rmw_twice.c: consecutive FASEs, each a compare-and-swap on one word.
+    Crashed at every point of a run, and its recovery at every point of its own, recovery
+    must leave the word equal to the count. Recovery once took the record of an RMW attempt
+    two executions old (same RISE, same torn bit) for the interrupted one after a crash
+    between an attempt's first record and its CAS, and a second crash at the same place of
+    the re-execution: the increment was lost (found on Concurrency Kit's stack by the
+    real-program tier)."""
+    exe = tmp_path / "rmw_twice"
+    r = run(
+        "cc", "--mode=ssapp", "--ssapp-rmw-ints", "-O2", "-g",
+        "-mllvm", "-pmkit-ssapp-crash-points=store",
+        str(ROOT / "tests" / "cli" / "ssapp" / "rmw_twice.c"), "-o", str(exe),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    pool, saved = shm / "twice.pool", shm / "twice-crashed.pool"
+    n = count_points(exe, "run", str(pool), "3", scratch=tmp_path)
+    bad, pairs = [], 0
+    for k in range(1, n + 1):
+        pool.unlink(missing_ok=True)
+        assert go(exe, "run", str(pool), "3", crash_at=k).returncode == CRASH_EXIT
+        saved.write_bytes(pool.read_bytes())
+        rep = tmp_path / "points"
+        c = go(exe, "check", str(pool), report=rep)
+        if c.returncode:  # one crash is enough when the attempts' torn bits agree
+            bad.append(f"run crash {k}: {c.stdout.strip()}")
+            continue
+        for j in range(1, int(rep.read_text().split()[0]) + 1):
+            pool.write_bytes(saved.read_bytes())
+            assert go(exe, "check", str(pool), crash_at=j).returncode == CRASH_EXIT
+            c = go(exe, "check", str(pool))
+            pairs += 1
+            if c.returncode:
+                bad.append(f"run crash {k}, recovery crash {j}: {c.stdout.strip()}")
+    assert pairs > 100
+    assert bad == []
+
+
 def test_another_build_refuses_to_resume(run, shm, tmp_path):
     """A FASE interrupted in one build is not resumed by a build whose RISEs differ: that
     would start at the wrong place. Recovery says so and leaves the pool as it is."""

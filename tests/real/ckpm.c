@@ -29,6 +29,7 @@
 // first and in the ring oldest first (the order each structure promises); the
 // hash set finds every object it holds; and after recovery a push, a pop, an
 // enqueue, a dequeue and an insert succeed.
+#include "realprog.h"
 #include <ck_hs.h>
 #include <ck_ring.h>
 #include <ck_stack.h>
@@ -248,12 +249,6 @@ static int check(uint64_t n) {
   return 0;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: ckpm run|check|bench POOL N\n");
@@ -278,12 +273,12 @@ int main(int argc, char **argv) {
     return 2;
   root->ready = 1;
   pthread_t t[THREADS];
-  double t0 = now();
+  double t0 = real_now();
   for (uintptr_t i = 0; i < THREADS; i++)
     pthread_create(&t[i], NULL, worker, (void *)i);
   for (int i = 0; i < THREADS; i++)
     pthread_join(t[i], NULL);
-  double s = now() - t0;
+  double s = real_now() - t0;
   if (!strcmp(argv[1], "bench"))
     printf("{\"iterations\": %llu, \"seconds\": %.6f, \"ops_per_sec\": %.1f}\n",
            (unsigned long long)iters, s, (double)(THREADS * iters) / s);

@@ -40,6 +40,7 @@ from realcommon import JOBS, Failed, fresh_tree, run, say  # noqa: E402
 UTHASH = "2.3.0-1"
 CK = "0.7.1-10"
 CKPM = HERE / "ckpm.c"
+CKFASE = HERE / "ckfase.c"
 UTPM = HERE / "utpm.c"
 # the short runs checked (operations, keys, seed): FEW_BUCKETS makes uthash double its bucket
 # array within them
@@ -87,13 +88,15 @@ def build(work: Path, name: str, inc: Path, *flags: str) -> Path:
 
 
 def explore(
-    work: Path, exe: Path, model: str, budget: int, expect: int, seed: str, robustness=False
-) -> dict:
-    """pmkit explore on a short run of exe (crash points inside the operations), its checker
-    `exe check`; the exit status must be `expect`. Returns the JSON report."""
-    pool, rep = work / f"{exe.name}-{seed}.pool", work / f"{exe.name}-{seed}.json"
+    work: Path, exe: Path, model: str, budget: int, expect: int, args: list[str],
+    robustness=False, run_no: int = 1,
+) -> dict:  # fmt: skip
+    """pmkit explore on a run of `exe run POOL ARGS` (crash points inside the operations
+    marked "op"), its checker `exe check POOL ARGS`; the exit status must be `expect`.
+    run_no tells apart recorded runs of the same arguments. Returns the JSON report."""
+    tag = "-".join([*args, str(run_no)])
+    pool, rep = work / f"{exe.name}-{tag}.pool", work / f"{exe.name}-{tag}.json"
     pool.unlink(missing_ok=True)
-    args = [*SHORT, seed]
     cmd = wppgolden.pmkit(
         "explore", "--no-progress", "--model", model, "--mark", "op", "--budget", str(budget),
         "--per-point", "2048", "--json", str(rep), "--save-dir", str(work / f"fail-{exe.name}"),
@@ -104,7 +107,7 @@ def explore(
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if r.returncode != expect or not rep.exists():
         raise Failed(
-            f"pmkit explore of {exe.name} (seed {seed}) exit {r.returncode}, expected {expect}:"
+            f"pmkit explore of {exe.name} {tag} exit {r.returncode}, expected {expect}:"
             f"\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
         )
     return json.loads(rep.read_text())
@@ -131,14 +134,15 @@ def coverage(rep: dict) -> str:
     return s
 
 
-def timed(variants: dict[str, Path], work: Path, runs: int = 5) -> dict:
-    """Operations per second of each build on BENCH_ARGS (a new pool each run, on tmpfs),
-    `runs` interleaved rounds; medians, and each one's ratio to the first variant's."""
+def timed(variants: dict[str, Path], work: Path, args: list[str], runs: int = 5) -> dict:
+    """Operations per second of each build's `bench POOL ARGS` (a new pool each run, on
+    tmpfs), `runs` interleaved rounds; the runs, medians, and each one's ratio to the
+    volatile build's (the first variant)."""
     per: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(runs):
         for v, exe in variants.items():
             r = subprocess.run(
-                [str(exe), "bench", str(work / "bench.pool"), *BENCH_ARGS],
+                [str(exe), "bench", str(work / "bench.pool"), *args],
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -150,11 +154,10 @@ def timed(variants: dict[str, Path], work: Path, runs: int = 5) -> dict:
     med = {v: sorted(x)[len(x) // 2] for v, x in per.items()}
     first = next(iter(variants))
     return {
-        "ops": int(BENCH_ARGS[0]),
-        "keys": int(BENCH_ARGS[1]),
+        "args": args,
         "runs": per,
         "median_ops_per_sec": med,
-        "ratio_to_" + first: {v: round(m / med[first], 3) for v, m in med.items()},
+        "ratio_to_volatile": {v: round(m / med[first], 3) for v, m in med.items()},
     }
 
 
@@ -170,7 +173,7 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
         exe = build(work, f"robust-{s}", inc, "--mode=robust", f"--robust-setting={s}",
                     "--trace", "--trace-loads", *TRACED)  # fmt: skip
         for seed in seeds:
-            rep = explore(work, exe, "x86-line", 100000, 0, seed, robustness=True)
+            rep = explore(work, exe, "x86-line", 100000, 0, [*SHORT, seed], robustness=True)
             if rep["robustness"]["violating"] or rep["images_failed"]:
                 raise Failed(f"robust {s} seed {seed}: {rep['robustness']}")
             explored[f"{s}/seed {seed}"] = coverage(rep)
@@ -179,7 +182,7 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
             exhaustive += rep["coverage"]["points_exhaustive"]
             say(f"  uthash robust {s}, seed {seed}: clean under x86-line: {coverage(rep)}")
     plain = build(work, "plain", inc, "--trace", "--trace-loads", *TRACED)
-    rep = explore(work, plain, "x86-line", 100000, 1, "1", robustness=True)
+    rep = explore(work, plain, "x86-line", 100000, 1, [*SHORT, "1"], robustness=True)
     why = [f["output"] for f in rep["failures"]]
     if not rep["robustness"]["violating"] or not any("inconsistent after" in w for w in why):
         raise Failed(f"uthash without robust mode failed for another reason: {why[:2]}")
@@ -221,6 +224,7 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
                 },
             },
             work,
+            list(BENCH_ARGS),
         )
         res["throughput"] = t
         res["throughput_ratio"] = t["ratio_to_volatile"]
@@ -232,71 +236,79 @@ def uthash_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> d
     return res
 
 
-def _points(exe: Path, work: Path, seed: str, count: int | None, rng: random.Random) -> dict:
-    """Crash exe (a --trace build, eADR) before each PM store of a short run, or `count` of
-    them spread over it; each crash recovered by `check` (pmkit_recover, then the table exactly
-    the replay of the operations done), every fourth that interrupted an operation also crashed
-    at a random point of its recovery and checked again, then resumed and checked."""
+def _points(
+    exe: Path, work: Path, args: list[str], count: int | None, rng: random.Random,
+    complete: str, points: str | None = "stores",
+) -> dict:  # fmt: skip
+    """Crash `exe run POOL ARGS` at each crash point of a run (PMKIT_CRASH_POINTS=points:
+    stores for a --trace build; None for a build with crash points of its own), or `count`
+    of them spread over it; each crash recovered by `check` (pmkit_recover, then the exact
+    check), every fourth that interrupted an operation also crashed at a random point of its
+    recovery and checked again, then resumed to the end and checked for `complete`."""
     pool = work / "points.pool"
-    args = [*SHORT, seed]
     pool.unlink(missing_ok=True)
-    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points="stores")
+    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points=points)
     if count is None or count >= total:
         chosen = list(range(1, total + 1))
     else:
         step = total / count
         off = rng.random() * step
         chosen = sorted({1 + int(off + i * step) for i in range(count)})
-    inflight = during = 0
+    inflight = during = landed = 0
     for n in chosen:
-        what = f"{exe.name}: crash at store {n} of {total}"
+        what = f"{exe.name}: crash at point {n} of {total}"
         pool.unlink(missing_ok=True)
-        r = crashrun.go(exe, "run", str(pool), *args, crash_at=n, points="stores")
+        r = crashrun.go(exe, "run", str(pool), *args, crash_at=n, points=points)
         if r.returncode != crashrun.CRASH_EXIT:
+            if r.returncode == 0:  # (threads: this run passed fewer points)
+                continue
             raise Failed(f"{what}: exit {r.returncode}, not the crash's: {r.stderr.strip()}")
+        landed += 1
         crashed = pool.read_bytes()
         r = crashrun.go(exe, "check", str(pool), *args)
         if r.returncode or "ok:" not in r.stdout:
             raise Failed(f"{what}: {r.stdout.strip()} {r.stderr.strip()}")
-        if "0 recovered" not in r.stdout:
+        if " 0 recovered" not in r.stdout and "not set up" not in r.stdout:
             inflight += 1
             if inflight % 4 == 1:
                 pool.write_bytes(crashed)
                 k = crashrun.count_points(exe, "check", str(pool), *args, scratch=work,
-                                          points="stores")  # fmt: skip
+                                          points=points)  # fmt: skip
                 pool.write_bytes(crashed)
-                at = 1 + rng.randrange(k)
-                crashrun.go(exe, "check", str(pool), *args, crash_at=at, points="stores")
+                at = 1 + rng.randrange(max(k, 1))
+                crashrun.go(exe, "check", str(pool), *args, crash_at=at, points=points)
                 r = crashrun.go(exe, "check", str(pool), *args)
                 if r.returncode:
-                    raise Failed(f"{what}, then at store {at} of {k} of its recovery: {r.stdout}")
+                    raise Failed(f"{what}, then at point {at} of {k} of its recovery: {r.stdout}")
                 during += 1
         r = crashrun.go(exe, "run", str(pool), *args)
         r2 = crashrun.go(exe, "check", str(pool), *args)
-        if r.returncode or r2.returncode or f"ok: {SHORT[0]} operations" not in r2.stdout:
+        if r.returncode or r2.returncode or complete not in r2.stdout:
             raise Failed(f"{what}, resumed: {r.stderr.strip()} {r2.stdout.strip()}")
     pool.unlink(missing_ok=True)
     if not inflight:
         raise Failed(f"{exe.name}: no crash fell inside an operation")
-    return {"stores": total, "crashed": len(chosen), "inside_fase": inflight, "during": during}
+    return {"points": total, "crashed": landed, "inside_fase": inflight, "during": during}
 
 
-def _must_fail_points(exe: Path, work: Path, rng: random.Random) -> str:
-    """The build without FASEs, crashed at stores in a seeded order until the check rejects
-    one."""
+def _must_fail_points(
+    exe: Path, work: Path, args: list[str], rng: random.Random, points: str | None = "stores",
+    recover: str | None = None,
+) -> str:  # fmt: skip
+    """A broken build (or recovery: PMKIT_SSAPP_RECOVER=recover), crashed at its crash points
+    in a seeded order until the check rejects one."""
     pool = work / "bites.pool"
-    args = [*SHORT, "1"]
     pool.unlink(missing_ok=True)
-    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points="stores")
+    total = crashrun.count_points(exe, "run", str(pool), *args, scratch=work, points=points)
     order = list(range(1, total + 1))
     rng.shuffle(order)
     for tried, n in enumerate(order, 1):
         pool.unlink(missing_ok=True)
-        crashrun.go(exe, "run", str(pool), *args, crash_at=n, points="stores")
-        r = crashrun.go(exe, "check", str(pool), *args)
-        if r.returncode == 1 and "inconsistent after" in r.stdout:
+        crashrun.go(exe, "run", str(pool), *args, crash_at=n, points=points)
+        r = crashrun.go(exe, "check", str(pool), *args, recover=recover)
+        if r.returncode == 1 and "inconsistent" in r.stdout:
             pool.unlink(missing_ok=True)
-            return f"rejected at store {n} of {total} ({tried} tried): {r.stdout.strip()}"
+            return f"rejected at point {n} of {total} ({tried} tried): {r.stdout.strip()}"
     raise Failed(f"{exe.name}: all {total} crashes passed the check")
 
 
@@ -310,22 +322,23 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
     eadr = build(work, "clobber-eadr", inc, *fase, "--clobber-domain=eadr", "--trace", *TRACED)
     crashed = []
     for seed in (str(s) for s in range(1, trials + 1)):
-        p = _points(eadr, work, seed, 40 if quick else None, rng)
+        p = _points(eadr, work, [*SHORT, seed], 40 if quick else None, rng,
+                    f"ok: {SHORT[0]} operations")  # fmt: skip
         crashed.append(p)
-        say(f"  uthash clobber eADR, seed {seed}: {p['crashed']} of {p['stores']} stores crashed "
+        say(f"  uthash clobber eADR, seed {seed}: {p['crashed']} of {p['points']} stores crashed "
             f"at, {p['inside_fase']} inside a FASE, {p['during']} also during recovery: all "
             f"recovered exactly")  # fmt: skip
     removed = build(work, "fase-removed", inc, "--mode=clobber", "-DUTPM_FASE_REMOVED",
                     "--clobber-domain=eadr", "--trace", *TRACED)  # fmt: skip
-    bite = _must_fail_points(removed, work, rng)
+    bite = _must_fail_points(removed, work, [*SHORT, "1"], rng)
     say(f"  uthash with the FASEs removed: failed as meant: {bite}")
     adr = build(work, "clobber-adr", inc, *fase, "--clobber-domain=adr", "--trace", *TRACED)
-    rep_adr = explore(work, adr, "x86", 4000 if quick else 20000, 0, "1")
+    rep_adr = explore(work, adr, "x86", 4000 if quick else 20000, 0, [*SHORT, "1"])
     adr_cov = coverage(rep_adr)
     say(f"  uthash clobber ADR: clean under x86: {adr_cov}")
     nolog = build(work, "clobber-nolog", inc, *fase, "--clobber-domain=adr", "--trace",
                   "-mllvm", "-pmkit-clobber-skip-log", *TRACED)  # fmt: skip
-    rep = explore(work, nolog, "x86", 4000, 1, "1")
+    rep = explore(work, nolog, "x86", 4000, 1, [*SHORT, "1"])
     nolog_why = rep["failures"][0]["output"].strip()
     if "inconsistent after" not in nolog_why and "pmkit_recover failed" not in nolog_why:
         raise Failed(f"uthash clobber without logs failed for another reason: {nolog_why}")
@@ -365,6 +378,7 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
                 "clobber-adr": build(work, "b-adr", inc, *fase, "--clobber-domain=adr", *opt),
             },
             work,
+            list(BENCH_ARGS),
         )
         res["throughput"] = t
         res["throughput_ratio"] = t["ratio_to_volatile"]
@@ -410,26 +424,6 @@ def build_ck(work: Path, name: str, builtins: bool, *flags: str) -> tuple[Path, 
     return exe, prog_flags
 
 
-def explore_ck(work: Path, exe: Path, iters: str, expect: int, n: int) -> dict:
-    """pmkit explore of a two-thread run of ckpm (iters iterations each) under x86-line with
-    --robustness; exit status `expect`."""
-    pool, rep = work / f"{exe.name}-{n}.pool", work / f"{exe.name}-{n}.json"
-    pool.unlink(missing_ok=True)
-    cmd = wppgolden.pmkit(
-        "explore", "--no-progress", "--model", "x86-line", "--robustness", "--mark", "op",
-        "--budget", "100000", "--per-point", "2048", "--json", str(rep),
-        "--save-dir", str(work / f"fail-{exe.name}"), *(["--stop-after", "1"] if expect else []),
-        "--check", f"{exe} check {{pool}} {iters}", "--", str(exe), "run", str(pool), iters,
-    )  # fmt: skip
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if r.returncode != expect or not rep.exists():
-        raise Failed(
-            f"pmkit explore of {exe.name} exit {r.returncode}, expected {expect}:"
-            f"\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
-        )
-    return json.loads(rep.read_text())
-
-
 def ck_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
     """ck's stack, MPMC ring and hash set in a pool, two threads, robust mode: `trials`
     recorded runs explored per setting and atomics (builtins: base, opt, flit; inline asm:
@@ -446,7 +440,7 @@ def ck_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
         exe, _ = build_ck(work, f"{s}-{kind}", builtins, "--mode=robust",
                           f"--robust-setting={s}", *traced)  # fmt: skip
         for n in range(1, trials + 1):
-            rep = explore_ck(work, exe, iters, 0, n)
+            rep = explore(work, exe, "x86-line", 100000, 0, [iters], robustness=True, run_no=n)
             if rep["robustness"]["violating"] or rep["images_failed"]:
                 raise Failed(f"ck robust {s} ({kind}) run {n}: {rep['robustness']}")
             explored[f"{s}/{kind}/run {n}"] = coverage(rep)
@@ -456,7 +450,7 @@ def ck_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
             say(f"  ck robust {s} ({kind} atomics), run {n}: clean under x86-line: "
                 f"{coverage(rep)}")  # fmt: skip
     plain, _ = build_ck(work, "plain", True, *traced)
-    rep = explore_ck(work, plain, iters, 1, 1)
+    rep = explore(work, plain, "x86-line", 100000, 1, [iters], robustness=True)
     why = [f["output"].strip() for f in rep["failures"]]
     if not rep["robustness"]["violating"] or not any("inconsistent" in w for w in why):
         raise Failed(f"ck without robust mode failed for another reason: {why[:2]}")
@@ -493,7 +487,7 @@ def ck_robust(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
         for s in settings:
             variants[s] = build_ck(work, f"b-{s}", True, "--mode=robust",
                                    f"--robust-setting={s}", *opt)[0]  # fmt: skip
-        t = timed_ck(variants, work)
+        t = timed(variants, work, ["100000"])
         res["throughput"] = t
         res["throughput_ratio"] = t["ratio_to_volatile"]
         verdict += "; throughput (2 threads, medians of 5 interleaved runs) against the " + (
@@ -509,22 +503,77 @@ def res_configs(configs) -> list[str]:
     return [f"{s} with {'builtin' if b else 'inline-asm'} atomics" for s, b in configs]
 
 
-def timed_ck(variants: dict[str, Path], work: Path, runs: int = 5) -> dict:
-    """As timed, for ckpm: 100,000 iterations in each of 2 threads."""
-    per: dict[str, list[float]] = {v: [] for v in variants}
-    for _ in range(runs):
-        for v, exe in variants.items():
-            r = subprocess.run([str(exe), "bench", str(work / "bench.pool"), "100000"],
-                               capture_output=True, text=True, timeout=600)  # fmt: skip
-            if r.returncode:
-                raise Failed(f"{exe.name} bench failed: {r.stderr.strip()}")
-            per[v].append(json.loads(r.stdout)["ops_per_sec"])
-    (work / "bench.pool").unlink(missing_ok=True)
-    med = {v: sorted(x)[len(x) // 2] for v, x in per.items()}
-    return {
-        "iterations_per_thread": 100000,
-        "threads": 2,
-        "runs": per,
-        "median_ops_per_sec": med,
-        "ratio_to_volatile": {v: round(m / med["volatile"], 3) for v, m in med.items()},
+def ck_ssapp(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """ck's stack and SPSC queue operations as SSAPP FASEs, two threads (tests/real/ckfase.c),
+    eADR: `trials` runs crashed at each of their crash points (one before every store of a
+    FASE; 40 spread points when quick), recovered, some crashed again during recovery,
+    resumed and checked exactly; the must-fail: recovery taking every interrupted RMW for
+    done (PMKIT_SSAPP_RECOVER=skip) loses a push; and (not quick) the throughput against the
+    volatile build."""
+    src, version, log = fresh_tree("ck", CK, work, "ck-ssapp")
+    cc = cc_script(work, "ssapp", "--mode=ssapp")
+    run(["./configure", "--cores=2", "--use-cc-builtins"], src, log,
+        env=dict(os.environ, CC=str(cc)))  # fmt: skip
+    run(["make", f"-j{JOBS}"], src, log)
+    inc = [f"-I{src / 'include'}", "-DCK_USE_CC_BUILTINS=1"]
+
+    def build(name: str, *flags: str) -> Path:
+        exe = work / name
+        run(wppgolden.pmkit("cc", *flags, *inc, str(CKFASE), "-lpthread", "-o", str(exe)),
+            work, log)  # fmt: skip
+        return exe
+
+    t0 = time.monotonic()
+    crash = build("ckfase-crash", "--mode=ssapp", "-DCKFASE_FASE", "-O2", "-g",
+                  "-mllvm", "-pmkit-ssapp-crash-points=store")  # fmt: skip
+    n = "20"
+    done = f"ok: {n}+{n} pushed"
+    crashed = []
+    for k in range(1, trials + 1):
+        p = _points(crash, work, [n], 40 if quick else None, rng, done, points=None)
+        crashed.append(p)
+        say(f"  ck ssapp, run {k}: {p['crashed']} crashes of {p['points']} crash points, "
+            f"{p['inside_fase']} inside a FASE, {p['during']} also during recovery: all "
+            f"recovered exactly")  # fmt: skip
+    bite = _must_fail_points(crash, work, [n], rng, points=None, recover="skip")
+    say(f"  ck ssapp with recovery skipping RMWs: failed as meant: {bite}")
+    res = {
+        "ck": CK,
+        "crash_points": crashed,
+        "checked": (
+            f"{sum(p['crashed'] for p in crashed):,} crashes at SSAPP crash points "
+            f"({'a sample' if quick else 'every one'} of {trials} two-thread run(s)), "
+            f"{sum(p['inside_fase'] for p in crashed)} inside a FASE, "
+            f"{sum(p['during'] for p in crashed)} again during recovery; 0 failed"
+        ),
+        "control_recovery_skips_rmws": bite,
+        "glue_lines": glue_lines_of(CKFASE, "ssapp") + 2,  # and the 2-line compiler script
+        "source_changes": 0,
     }
+    verdict = (
+        f"{res['checked']}: every record pushed found once in the stack or a pop's log, the "
+        f"queue in order; must-fail: with recovery taking interrupted RMWs for done, {bite}"
+    )
+    if not quick:
+        big = ("-O2", "-DMAXOPS=200000", "-DPOOL_MB=128")
+        t = timed(
+            {
+                "volatile": build("ckfase-volatile", *big),
+                "ssapp": build("ckfase-ssapp", "--mode=ssapp", "-DCKFASE_FASE", *big),
+                "ssapp-compiler": build("ckfase-ssapp-compiler", "--mode=ssapp",
+                                        "--ssapp-fence=compiler", "-DCKFASE_FASE", *big),
+            },
+            work,
+            ["100000"],
+        )  # fmt: skip
+        res["throughput"] = t
+        res["throughput_ratio"] = t["ratio_to_volatile"]
+        verdict += "; throughput (2 threads, medians of 5 interleaved runs) against the " + (
+            "volatile build: "
+            + ", ".join(
+                f"{v} {x:.2f}x" for v, x in t["ratio_to_volatile"].items() if v != "volatile"
+            )
+        )
+    res["verdict"] = verdict
+    res["check_seconds"] = round(time.monotonic() - t0, 1)
+    return res

@@ -502,6 +502,18 @@ PROGRAMS = {
         trials=2,
         quick_trials=0,
     ),
+    "ck-ssapp": Real(
+        "ck-ssapp",
+        "Concurrency Kit's stack and SPSC queue operations as SSAPP FASEs, two threads",
+        "ssapp",
+        f"Debian's ck {pmlibs.CK}, unmodified; tests/real/ckfase.c (ours) on it",
+        "each operation a function marked PMKIT_FASE, pmkit_recover at start-up, "
+        "pmkit_ssapp_ptr where code outside FASEs reads a word FASEs update by CAS; "
+        "a 2-line CC script; ./configure --cores=2 --use-cc-builtins; make",
+        pmlibs.ck_ssapp,
+        trials=2,
+        quick_trials=0,
+    ),
     "uthash-clobber": Real(
         "uthash-clobber",
         "uthash's add, replace and delete as clobber-mode FASEs, crash-tested",

@@ -34,6 +34,7 @@
 // array after a few tens of items (its start size, 32, is fixed): the short
 // runs the explorer records then include the expansion, uthash's largest
 // multi-store step.
+#include "realprog.h"
 #include <pmkit/pmkit.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -329,12 +330,6 @@ static int check(const char *path, uint64_t nops, int nkeys, uint64_t seed) {
   return 0;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int main(int argc, char **argv) {
   if (argc != 6) {
     fprintf(stderr, "usage: utpm run|check|bench POOL NOPS NKEYS SEED\n");
@@ -392,10 +387,10 @@ int main(int argc, char **argv) {
       utpm_alloc(sizes[i]);
   }
 #endif
-  double t0 = now();
+  double t0 = real_now();
   for (uint64_t i = r->done; i < nops; i++)
     apply(r, i);
-  double t = now() - t0;
+  double t = real_now() - t0;
   if (bench)
     printf("{\"ops\": %llu, \"seconds\": %.6f, \"ops_per_sec\": %.1f}\n",
            (unsigned long long)nops, t, (double)nops / t);
