@@ -144,7 +144,8 @@ private:
   void instrumentFlush(CallBase *CB, Value *Addr, uint32_t Kind);
   void instrumentFence(Instruction *I, uint32_t Kind, bool After);
   void instrumentAsm(CallBase *CB);
-  bool instrumentAsmStores(CallBase *CB, const AsmEffect &E, uint32_t Loc);
+  bool instrumentAsmStores(CallBase *CB, const AsmEffect &E, uint32_t Loc,
+                           Instruction *&Last);
   const Value *instrumentLibWrite(CallBase *CB);
   void instrumentCall(CallBase *CB, const Value *Recorded);
   void emitLocTable();
@@ -524,8 +525,8 @@ void Tracer::instrumentFence(Instruction *I, uint32_t Kind, bool After) {
 // cmpxchg that failed is recorded as a write of the value that was there),
 // anything else as a write of the bytes. Returns whether a locked write was
 // recorded (its event stands for the statement's locked fence).
-bool Tracer::instrumentAsmStores(CallBase *CB, const AsmEffect &E,
-                                 uint32_t Loc) {
+bool Tracer::instrumentAsmStores(CallBase *CB, const AsmEffect &E, uint32_t Loc,
+                                 Instruction *&Last) {
   bool Locked = false;
   for (const AsmMem &Mm : E.Mem) {
     if (!Mm.Store)
@@ -554,16 +555,20 @@ bool Tracer::instrumentAsmStores(CallBase *CB, const AsmEffect &E,
     IRBuilder<> B(CB);
     if (Mm.Disp)
       A = B.CreateGEP(I8, A, B.getInt64(Mm.Disp));
+    // Every record after the statement goes after the last one made (Last):
+    // nothing of this thread may be recorded between an atomic's begin and
+    // end, whose number is taken at the begin.
     if (Mm.Locked && Size <= 8 && !Locked) {
       Value *Tok = B.CreateCall(FAtomicBegin, {A});
-      B.SetInsertPoint(CB->getNextNode());
+      B.SetInsertPoint(Last->getNextNode());
       Value *V = B.CreateAlignedLoad(B.getIntNTy(8 * Size), A, Align(1));
-      B.CreateCall(FAtomicEnd, {Tok, A, B.CreateZExt(V, I64), B.getInt32(Size),
-                                B.getInt32(EvRMW), B.getInt32(Loc)});
+      Last = B.CreateCall(FAtomicEnd,
+                          {Tok, A, B.CreateZExt(V, I64), B.getInt32(Size),
+                           B.getInt32(EvRMW), B.getInt32(Loc)});
       Locked = true;
     } else {
-      B.SetInsertPoint(CB->getNextNode());
-      B.CreateCall(FWrite, {A, A, B.getInt64(Size), B.getInt32(Loc)});
+      B.SetInsertPoint(Last->getNextNode());
+      Last = B.CreateCall(FWrite, {A, A, B.getInt64(Size), B.getInt32(Loc)});
     }
     ++NumAsmWrites;
   }
@@ -592,8 +597,10 @@ void Tracer::instrumentAsm(CallBase *CB) {
     return !Op.IsFlush && Op.Kind == FenceLocked;
   });
   uint32_t Loc = locOf(CB);
-  bool LockedStore = !CB->isTerminator() && instrumentAsmStores(CB, E, Loc);
-  IRBuilder<> B(After ? CB->getNextNode() : CB);
+  Instruction *Last = CB;
+  bool LockedStore =
+      !CB->isTerminator() && instrumentAsmStores(CB, E, Loc, Last);
+  IRBuilder<> B(After ? Last->getNextNode() : CB);
   for (const AsmOp &Op : E.Ops) {
     if (!Op.IsFlush && Op.Kind == FenceLocked && LockedStore)
       continue; // the locked write's event is the fence

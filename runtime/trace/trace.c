@@ -258,13 +258,13 @@ static uint32_t site(uint32_t loc);
 static size_t put_string(char *buf, size_t cap, uint32_t id, uint16_t kind,
                          const char *text, size_t len);
 
-static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
-                   uint16_t aux, uint32_t loc) {
+static void record_at(uint64_t seq, uint8_t kind, const void *addr,
+                      uint64_t arg, uint8_t size, uint16_t aux, uint32_t loc) {
   struct tbuf *t;
   pmkit_trace_event *e = reserve(&t, 0);
   if (!e)
     return;
-  e->seq = next_seq();
+  e->seq = seq ? seq : next_seq();
   e->addr = (uint64_t)(uintptr_t)addr;
   e->arg = arg;
   e->loc = site(loc);
@@ -272,6 +272,18 @@ static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
   e->size = size;
   e->aux = aux;
 }
+
+static void record(uint8_t kind, const void *addr, uint64_t arg, uint8_t size,
+                   uint16_t aux, uint32_t loc) {
+  record_at(0, kind, addr, arg, size, aux, loc);
+}
+
+/* The number of the atomic access between __pmkit_trace_atomic_begin and
+ * _end: taken before the access takes effect, as a plain store's is, so that
+ * a load in another thread that reads what it wrote (loads are numbered
+ * after they read) comes after it in the trace. Taken at _end, a release
+ * store (a plain mov) could be read, and the load recorded, first. */
+static __thread uint64_t atomic_seq;
 
 void __pmkit_trace_store(void *addr, uint64_t val, uint32_t size,
                          uint32_t loc) {
@@ -388,6 +400,7 @@ int32_t __pmkit_trace_atomic_begin(const void *addr) {
   while (atomic_exchange_explicit(&stripes[s].lock, 1, memory_order_acquire))
     while (atomic_load_explicit(&stripes[s].lock, memory_order_relaxed))
       __builtin_ia32_pause();
+  atomic_seq = next_seq();
   return s;
 }
 
@@ -406,9 +419,9 @@ void __pmkit_trace_atomic_end(int32_t token, void *addr, uint64_t val,
     return;
   }
   if (kind == PMKIT_EV_FENCE)
-    record(PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
+    record_at(atomic_seq, PMKIT_EV_FENCE, NULL, 0, 0, PMKIT_FENCE_LOCKED, loc);
   else
-    record((uint8_t)kind, addr, val, (uint8_t)size, 0, loc);
+    record_at(atomic_seq, (uint8_t)kind, addr, val, (uint8_t)size, 0, loc);
   if (kind != PMKIT_EV_STORE && tb)
     tb->pending = 0;
   atomic_store_explicit(&stripes[token].lock, 0, memory_order_release);
