@@ -852,10 +852,10 @@ void Planner::transfer(Instruction &I, State &S) {
         PMAccess A = accessOf(I, DL);
         if (Flit) {
           act(RobustAction::FlitLoad, &I,
-              "atomic load from PM: write back if its FliT counter is up");
+              std::string(A.What) + ": write back if its FliT counter is up");
         } else {
           act(RobustAction::WriteBackAfter, &I,
-              "atomic load from PM (the fence waits for the next PM store)");
+              std::string(A.What) + " (the fence waits for the next PM store)");
           S.addKey(keyOf(A.Addr, A.Size, &I));
         }
       }
