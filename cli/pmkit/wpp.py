@@ -17,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,11 +55,16 @@ def _build():
     return Path(lib), Path(opts)
 
 
-def cc_command(argv: list[str]) -> list[str]:
-    """The musl-gcc command line `pmkit wpp cc ARGS` runs."""
+def _musl_gcc() -> str:
     musl = shutil.which("musl-gcc")
     if not musl:
         raise paths.EnvError("musl-gcc not found: install the Debian package musl-tools")
+    return musl
+
+
+def cc_command(argv: list[str]) -> list[str]:
+    """The musl-gcc command line `pmkit wpp cc ARGS` runs."""
+    musl = _musl_gcc()
     if any(a in ("-c", "-S", "-E", "-M", "-MM") for a in argv):
         return [musl, *argv]  # no link step: nothing of ours is needed
     if any(a in ("-shared", "-fPIC", "-pie", "-static-pie") for a in argv):
@@ -70,6 +77,14 @@ def cmd_cc(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: pmkit wpp cc [musl-gcc arguments] (e.g. -O2 prog.c -o prog -lm)")
         return EXIT_OK if argv else EXIT_USAGE
+    if any(a in ("-print-multiarch", "--print-multiarch") for a in argv):
+        # gcc answers for glibc (x86_64-linux-gnu), but what this builds links musl: a
+        # configure that checks the compiler's triplet against its headers' (CPython's)
+        # must hear musl's, the name Debian's musl is installed under
+        out = subprocess.run([_musl_gcc(), *argv], capture_output=True, text=True, check=False)
+        sys.stderr.write(out.stderr)
+        print(re.sub(r"-gnu$", "-musl", out.stdout.strip()) if out.stdout.strip() else "")
+        return out.returncode
     cmd = cc_command(argv)
     sys.stdout.flush()
     os.execv(cmd[0], cmd)

@@ -300,6 +300,16 @@ def _build_c(work: Path, name: str, source: str) -> Path:
     return exe
 
 
+def test_cc_names_musl_as_its_target():
+    """A configure that checks the compiler's multiarch against the triplet its headers give
+    (CPython's) must hear musl's: gcc, under musl-gcc, answers for glibc."""
+    for flag in ("-print-multiarch", "--print-multiarch"):
+        r = subprocess.run(g.pmkit("wpp", "cc", flag), capture_output=True, text=True)
+        assert (r.returncode, r.stdout) == (0, "x86_64-linux-musl\n"), r.stderr
+    gcc = subprocess.run(["musl-gcc", "-print-multiarch"], capture_output=True, text=True)
+    assert gcc.stdout == "x86_64-linux-gnu\n"  # what the test exists for: gcc's glibc answer
+
+
 def test_fork_and_exec_fail_loudly(work):
     exe = _build_c(
         work,

@@ -418,6 +418,95 @@ def sqlite(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
     return {"sqlite": SQLITE, **golden("sqlite3", exe, args, work, trials, rng)}
 
 
+# ---- CPython ---------------------------------------------------------------------------------
+
+PYTHON = "3.11.2-6+deb12u8"
+
+
+def build_python(work: Path) -> tuple[Path, Path]:
+    """Debian's python3.11 built as debian/rules builds its static interpreter (autoconf, then
+    ../configure in build-static with its common flags, then makesetup over Setup.stdlib) with
+    `pmkit wpp cc`, and what a static musl build needs: every extension module built in
+    (MODULE_BUILDTYPE=static; a static program cannot load one), pkg-config kept from the
+    machine's glibc libraries (PKG_CONFIG_LIBDIR), so zlib, bz2, lzma, OpenSSL, sqlite3,
+    libffi and expat's system copy are left out (Debian ships no musl builds; the bundled expat
+    and libmpdec are used), no test modules, no dtrace. Returns (WPP build, native build): the
+    same objects linked again with `musl-gcc -static`, without the runtime."""
+    src, version, log = fresh_tree("python3.11", PYTHON, work, "python-src")
+    t0 = time.monotonic()
+    run(["autoconf"], src, log)
+    b = src / "build-static"
+    b.mkdir()
+    env = dict(os.environ, MODULE_BUILDTYPE="static", PKG_CONFIG_LIBDIR="/nonexistent")
+    cc = " ".join(wppgolden.pmkit("wpp", "cc"))
+    flags = ["--enable-ipv6", "--with-computed-gotos", "--without-ensurepip"]
+    flags += ["--disable-test-modules", "MKDIR_P=/bin/mkdir -p"]
+    run(["../configure", f"CC={cc}", *flags], b, log, env=env)
+    # the two example modules Setup.stdlib builds as shared libraries even so
+    (b / "Modules" / "Setup.local").write_text("*disabled*\nxxlimited\nxxlimited_35\n")
+    setups = ["Modules/Setup.local", "Modules/Setup.bootstrap", "Modules/Setup.stdlib"]
+    mk = ["../Modules/makesetup", "-c", "../Modules/config.c.in", "-s", "Modules"]
+    run([*mk, *setups, "../Modules/Setup"], b, log)
+    shutil.move(b / "config.c", b / "Modules" / "config.c")
+    run(["make", "Makefile", "Modules/config.c"], b, log)
+    run(["make", f"-j{JOBS}"], b, log)
+    wpp = b / "python"
+    shutil.move(wpp, b / "python-wpp")
+    run(["make", "python", "LINKCC=musl-gcc -static"], b, log)
+    shutil.move(wpp, b / "python-native")
+    say(f"  python3.11 {version}: built in {time.monotonic() - t0:.0f} s")
+    return b / "python-wpp", b / "python-native"
+
+
+def _py_times(exe: Path, args: list[str], ctx: Path | None) -> dict[str, float]:
+    """One run of pybench.py (with a WPP context, or natively): each workload's seconds,
+    summed over its rounds, from its stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PMKIT_WPP")}
+    if ctx is not None:
+        shutil.rmtree(ctx, ignore_errors=True)
+        env.update(PMKIT_WPP_CONTEXT=str(ctx), PMKIT_WPP_QUIET="1")
+    t0 = time.monotonic()
+    r = subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=300)
+    wall = time.monotonic() - t0
+    if r.returncode != 0:
+        raise Failed(f"pybench.py exited {r.returncode}: {r.stderr[-500:]}")
+    times: dict[str, float] = {"total": wall}
+    for line in r.stderr.splitlines():
+        if line.startswith("time "):
+            _, name, sec = line.split()
+            times[name] = times.get(name, 0.0) + float(sec)
+    return times
+
+
+def python3(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
+    """Debian's CPython 3.11 running tests/real/scripts/pybench.py (benchmark-style workloads
+    in one process) under WPP: golden trials, the control, and (not quick) each workload's
+    time under WPP against native, interleaved runs."""
+    exe, native = build_python(work)
+    args = ["-E", "-B", str(SCRIPTS / "pybench.py")]
+    res = {"python": PYTHON, **golden("python3.11", exe, args, work, trials, rng)}
+    if quick:
+        return res
+    runs: dict[str, list[dict]] = {"native": [], "wpp": []}
+    for _ in range(5):
+        runs["native"].append(_py_times(native, args, None))
+        runs["wpp"].append(_py_times(exe, args, work / "ctx-time"))
+    med = {
+        kind: {k: sorted(r[k] for r in rs)[len(rs) // 2] for k in rs[0]}
+        for kind, rs in runs.items()
+    }
+    ratios = {k: round(med["wpp"][k] / med["native"][k], 3) for k in med["native"]}
+    res["seconds_median"] = med
+    res["time_ratio_wpp_to_native"] = ratios
+    per = sorted(v for k, v in ratios.items() if k != "total")
+    res["verdict"] += (
+        f"; time (medians of 5 interleaved runs): native {med['native']['total']:.2f} s, "
+        f"WPP {med['wpp']['total']:.2f} s ({ratios['total']:.2f}x), per workload "
+        f"{per[0]:.2f}x to {per[-1]:.2f}x"
+    )
+    return res
+
+
 # ---- the tier ------------------------------------------------------------------------------
 
 
@@ -476,6 +565,19 @@ PROGRAMS = {
         "autoreconf -fi; ./configure CC='pmkit wpp cc' with Debian's CFLAGS and flags, "
         "--disable-shared --disable-tcl --disable-readline; make sqlite3 (0 lines changed)",
         sqlite,
+        trials=10,
+        quick_trials=0,
+    ),
+    "python3.11": Real(
+        "python3.11",
+        "Debian's CPython 3.11 running benchmark-style workloads under WPP",
+        "wpp",
+        f"Debian's python3.11 {PYTHON}, unmodified; tests/real/scripts/pybench.py (ours)",
+        "autoconf; MODULE_BUILDTYPE=static PKG_CONFIG_LIBDIR=/nonexistent ../configure "
+        "CC='pmkit wpp cc' with Debian's flags that a musl build can take, "
+        "--disable-test-modules; makesetup over Setup.stdlib as Debian's static build does "
+        "(xxlimited disabled: 2 lines); make (0 lines of source changed)",
+        python3,
         trials=10,
         quick_trials=0,
     ),
