@@ -1602,9 +1602,15 @@ def section_real(doc: dict, out: Output) -> list[str]:
         ratio = r.get("throughput_ratio_wpp_to_native") or r.get("throughput_ratio")
         if isinstance(ratio, dict):  # against the volatile build, per variant
             cost = ", ".join(f"{v} {x:.2f}x" for v, x in ratio.items() if v != "volatile")
-            cost += " of volatile"
+            cost = "throughput " + cost + " of volatile"
+        elif ratio:
+            cost = f"throughput {ratio:.2f}x of native"
+        elif "time_ratio_wpp_to_native" in r:  # a batch program timed against native
+            t = r["time_ratio_wpp_to_native"]
+            per = sorted(v for k, v in t.items() if k != "total")
+            cost = f"run time {t['total']:.2f}x of native ({per[0]:.2f}x-{per[-1]:.2f}x per part)"
         else:
-            cost = f"{ratio:.2f}x of native" if ratio else "not measured"
+            cost = "not measured"
         if "checked" in r:  # a library in a pool: the tier's own summary
             what = r["checked"]
         elif "acknowledged_sets_checked" in r:  # a server under load
@@ -1641,7 +1647,7 @@ def section_real(doc: dict, out: Output) -> list[str]:
             "glue lines / source lines changed",
             "checked",
             "controls (must fail)",
-            "throughput",
+            "cost",
             "time",
         ],
         rows,

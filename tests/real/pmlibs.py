@@ -63,8 +63,9 @@ def glue_lines(mode: str) -> int:
 
 
 def glue_lines_of(program: Path, mode: str) -> int:
-    """Lines of program between "glue begin: ... MODE ..." and "glue end", blank lines and
-    comment lines left out: what a user adds around the library for MODE."""
+    """Lines of program between "glue begin: ... MODE ..." and "glue end", blank lines,
+    comment lines and conditional compilation (the tests' variants) left out: what a user
+    adds around the library for MODE."""
     n, inside = 0, False
     for line in program.read_text().splitlines():
         s = line.strip()
@@ -72,7 +73,7 @@ def glue_lines_of(program: Path, mode: str) -> int:
             inside = mode in s.split(":", 1)[1].split("(")[0].split()
         elif s == "// glue end":
             inside = False
-        elif inside and s and not s.startswith("//"):
+        elif inside and s and not s.startswith(("//", "#if", "#else", "#endif")):
             n += 1
     return n
 
@@ -134,10 +135,13 @@ def coverage(rep: dict) -> str:
     return s
 
 
-def timed(variants: dict[str, Path], work: Path, args: list[str], runs: int = 5) -> dict:
+def timed(
+    variants: dict[str, Path], work: Path, args: list[str], runs: int = 5,
+    env: dict[str, dict[str, str]] | None = None,
+) -> dict:  # fmt: skip
     """Operations per second of each build's `bench POOL ARGS` (a new pool each run, on
     tmpfs), `runs` interleaved rounds; the runs, medians, and each one's ratio to the
-    volatile build's (the first variant)."""
+    volatile build's (the first variant). env: variables some variants run with."""
     per: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(runs):
         for v, exe in variants.items():
@@ -146,6 +150,7 @@ def timed(variants: dict[str, Path], work: Path, args: list[str], runs: int = 5)
                 capture_output=True,
                 text=True,
                 timeout=600,
+                env=dict(os.environ, **(env or {}).get(v, {})),
             )
             if r.returncode:
                 raise Failed(f"{exe.name} bench failed: {r.stderr.strip()}")
@@ -312,6 +317,44 @@ def _must_fail_points(
     raise Failed(f"{exe.name}: all {total} crashes passed the check")
 
 
+# The PMDK-transaction version (utpm.c -DUTPM_PMDK). libpmemobj flushes only memory it takes
+# for persistent memory: on tmpfs it is told to (PMEM_IS_PMEM_FORCE), and, for the eADR
+# comparison, that the caches are persistent (PMEM_NO_FLUSH: no cache line flushes).
+PMDK = ("-DUTPM_PMDK", "-lpmemobj")
+PMDK_ENV = {
+    "pmdk-adr": {"PMEM_IS_PMEM_FORCE": "1"},
+    "pmdk-eadr": {"PMEM_IS_PMEM_FORCE": "1", "PMEM_NO_FLUSH": "1"},
+}
+
+
+def pmdk_rollback(work: Path, inc: Path, trials: int, quick: bool) -> dict:
+    """The PMDK version's snapshots checked: every operation of `trials` sequences aborted
+    once and the table compared with the replay (`utpm abort`), uthash's bucket doubling
+    included (FEW_BUCKETS); the build that snapshots only the root must be rejected."""
+    n = ("400", "60") if quick else ("2000", "300")
+    exe = build(work, "pmdk-check", inc, *PMDK, "-DUTPM_FEW_BUCKETS", "-O1", "-g")
+    for seed in range(1, trials + 1):
+        r = subprocess.run([str(exe), "abort", str(work / "pmdk.pool"), *n, str(seed)],
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+        if r.returncode != 0 or not r.stdout.startswith("ok:"):
+            raise Failed(f"the PMDK version's rollback, seed {seed}: {r.stdout}{r.stderr}")
+    nosnap = build(work, "pmdk-nosnap", inc, *PMDK, "-DUTPM_PMDK_NO_SNAPSHOT",
+                   "-DUTPM_FEW_BUCKETS", "-O1", "-g")  # fmt: skip
+    c = subprocess.run([str(nosnap), "abort", str(work / "pmdk.pool"), *n, "1"],
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    (work / "pmdk.pool").unlink(missing_ok=True)
+    if c.returncode != 1 or "inconsistent after" not in c.stdout:
+        raise Failed(f"the PMDK version without snapshots was not rejected: {c.stdout}")
+    why = c.stdout.strip().splitlines()[0]
+    say(f"  uthash PMDK version: {trials} x {n[0]} operations aborted and rolled back exactly; "
+        f"without its snapshots: {why}")  # fmt: skip
+    return {
+        "operations_aborted": trials * int(n[0]),
+        "glue_lines": glue_lines("pmdk"),
+        "control_no_snapshot": why,
+    }
+
+
 def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> dict:
     """uthash's insert, replace and delete as clobber-mode FASEs (see the module's
     docstring); `trials` op sequences crashed at their stores (40 spread points when quick,
@@ -343,6 +386,7 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
     if "inconsistent after" not in nolog_why and "pmkit_recover failed" not in nolog_why:
         raise Failed(f"uthash clobber without logs failed for another reason: {nolog_why}")
     say(f"  uthash clobber ADR without logs: failed as meant: {nolog_why}")
+    pmdk = pmdk_rollback(work, inc, trials, quick)
     res = {
         "uthash": what,
         "crash_points": crashed,
@@ -357,6 +401,7 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
         ),
         "control_fase_removed": bite,
         "control_no_log": nolog_why,
+        "pmdk": pmdk,
         "glue_lines": glue_lines("clobber"),
         "source_changes": 0,
     }
@@ -367,7 +412,10 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
         f"{sum(p['inside_fase'] for p in crashed)} inside a FASE, "
         f"{sum(p['during'] for p in crashed)} crashed again during recovery, each recovered to "
         f"exactly the replay and resumed; ADR: clean under x86 ({adr_cov}); must-fail: with the "
-        f"FASEs removed the check {bite.split(':')[0]}, without logs under x86 \"{nolog_why}\""
+        f"FASEs removed the check {bite.split(':')[0]}, without logs under x86 \"{nolog_why}\"; "
+        f"the PMDK-transaction version ({pmdk['glue_lines']} glue lines against clobber's "
+        f"{glue_lines('clobber')}): {pmdk['operations_aborted']} operations aborted once each "
+        f"and rolled back exactly, and without its snapshots rejected"
     )
     if not quick:
         opt = ("-O2", "-DNDEBUG")
@@ -376,9 +424,12 @@ def uthash_clobber(work: Path, trials: int, rng: random.Random, quick: bool) -> 
                 "volatile": build(work, "b-none", inc, *opt),
                 "clobber-eadr": build(work, "b-eadr", inc, *fase, "--clobber-domain=eadr", *opt),
                 "clobber-adr": build(work, "b-adr", inc, *fase, "--clobber-domain=adr", *opt),
+                "pmdk-eadr": build(work, "b-pmdk", inc, *PMDK, *opt),
+                "pmdk-adr": work / "b-pmdk",
             },
             work,
             list(BENCH_ARGS),
+            env=PMDK_ENV,
         )
         res["throughput"] = t
         res["throughput_ratio"] = t["ratio_to_volatile"]

@@ -37,6 +37,10 @@
 #include "realprog.h"
 #include <pmkit/pmkit.h>
 #include <stdint.h>
+#ifdef UTPM_PMDK
+#include <errno.h>
+#include <libpmemobj.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +51,21 @@
   64 // the traced builds take 4: each crash image the explorer checks is a copy
 #endif
 
+#ifdef UTPM_PMDK
+// glue begin: pmdk (uthash's allocation inside a transaction of libpmemobj)
+static PMEMobjpool *pop;
+
+static void *utpm_alloc(size_t size) {
+  PMEMoid o = pmemobj_tx_alloc(size, 0);
+  return OID_IS_NULL(o) ? NULL : pmemobj_direct(o);
+}
+
+#define uthash_malloc(sz) utpm_alloc(sz)
+#define uthash_free(ptr, sz) pmemobj_tx_free(pmemobj_oid(ptr))
+#define uthash_fatal(msg) abort()
+// glue end
+#define in_pool(p) (pmemobj_pool_by_ptr(p) == pop)
+#else
 // glue begin: robust clobber (uthash's allocation sent to the pool)
 static pmkit_pool *pool;
 
@@ -59,6 +78,8 @@ static void *utpm_alloc(size_t size) {
 #define uthash_free(ptr, sz) pmkit_free(pool, ptr)
 #define uthash_fatal(msg) abort()
 // glue end
+#define in_pool(p) pmkit_in_pool(p)
+#endif
 #ifdef UTPM_FEW_BUCKETS
 #define HASH_FUNCTION(keyptr, keylen, hashv)                                   \
   ((hashv) = (unsigned)(*(const int *)(keyptr)) * 16u)
@@ -176,10 +197,58 @@ static void plan(uint64_t nops, int nkeys, uint64_t seed, uint64_t upto) {
   free(cur);
 }
 
-static void apply(struct root *r, uint64_t i) {
-#ifdef UTPM_MARKS
-  pmkit_mark_begin("op");
+#ifdef UTPM_PMDK
+// Each operation is a transaction of libpmemobj, which rolls back what it
+// snapshots: everything the operation may write must be added first, found
+// from uthash's layout (the glue a PMDK user writes that clobber mode does
+// not ask for). -DUTPM_PMDK_NO_SNAPSHOT adds only the root, the must-fail
+// control of `utpm abort`.
+// glue begin: pmdk (what each operation writes, snapshot before it)
+static void snap(void *p, size_t n) {
+  if (p && pmemobj_tx_add_range_direct(p, n))
+    abort();
+}
+
+static void snap_item(void *elt) {
+  if (elt)
+    snap(&((struct item *)elt)->hh, sizeof(UT_hash_handle));
+}
+
+static void snapshot(struct root *r, enum kind kind, int key) {
+  snap(r, sizeof *r); // done; the head (the first add, a delete of the first)
+#ifndef UTPM_PMDK_NO_SNAPSHOT
+  if (!r->head)
+    return; // the first add makes the table: new objects need no snapshot
+  UT_hash_table *t = r->head->hh.tbl;
+  unsigned hv, b;
+  HASH_VALUE(&key, sizeof key, hv);
+  HASH_TO_BKT(hv, t->num_buckets, b);
+  UT_hash_bucket *bk = &t->buckets[b];
+  snap(t, sizeof *t);   // counts, tail, the bucket array's size
+  snap(bk, sizeof *bk); // the key's bucket: its count and head
+  snap(bk->hh_head, sizeof(UT_hash_handle)); // its hh_prev, on an add
+  snap(t->tail, sizeof(UT_hash_handle));     // its next, on an add
+  struct item *it;
+  HASH_FIND_INT(r->head, &key, it);
+  if (it) { // a delete (a replace deletes first) unlinks it from both lists,
+            // writing its neighbours (not it)
+    snap_item(it->hh.prev);
+    snap_item(it->hh.next);
+    snap(it->hh.hh_prev, sizeof(UT_hash_handle));
+    snap(it->hh.hh_next, sizeof(UT_hash_handle));
+  }
+  // an add that brings the bucket to the threshold doubles the bucket array,
+  // relinking every item's bucket chain
+  if (kind != DELETE && !t->noexpand &&
+      bk->count + 1 >= (bk->expand_mult + 1U) * HASH_BKT_CAPACITY_THRESH)
+    for (struct item *x = r->head; x; x = x->hh.next)
+      snap_item(x);
 #endif
+}
+// glue end
+#endif
+
+static void apply_op(struct root *r, uint64_t i) {
   switch (ops[i].kind) {
   case INSERT:
     op_insert(r, ops[i].key, i);
@@ -191,6 +260,24 @@ static void apply(struct root *r, uint64_t i) {
     op_delete(r, ops[i].key, i);
     break;
   }
+}
+
+static void apply(struct root *r, uint64_t i) {
+#ifdef UTPM_MARKS
+  pmkit_mark_begin("op");
+#endif
+#ifdef UTPM_PMDK
+  // glue begin: pmdk (each operation a transaction)
+  TX_BEGIN(pop) {
+    snapshot(r, ops[i].kind, ops[i].key);
+    apply_op(r, i);
+  }
+  TX_ONABORT { abort(); }
+  TX_END
+  // glue end
+#else
+  apply_op(r, i);
+#endif
 #ifdef UTPM_MARKS
   pmkit_mark_end("op");
 #endif
@@ -212,9 +299,14 @@ static long long walk(struct root *r, int nkeys, long long *ver) {
   long long n = 0;
   for (int k = 0; k < nkeys; k++)
     ver[k] = -1;
-  for (struct item *it = r->head; it; it = it->hh.next) {
-    if (++n > nkeys + 2 || !pmkit_in_pool(it))
+  struct item *prev = NULL;
+  for (struct item *it = r->head; it; prev = it, it = it->hh.next) {
+    if (++n > nkeys + 2 || !in_pool(it))
       return fail("the list runs away or leaves the pool", r->done, -1), -1;
+    if (it->hh.prev != prev)
+      return fail("an item's back link is not its predecessor", r->done,
+                  it->key),
+             -1;
     if (it->key < 0 || it->key >= nkeys || it->val != value(it->key, it->ver) ||
         it->ver >= r->done + 1)
       return fail("an item in the list was not written whole", r->done,
@@ -238,11 +330,25 @@ static int check_index(struct root *r, int nkeys, const long long *ver,
   if (!r->head)
     return n ? fail("the table has no head but items", r->done, -1) : 0;
   UT_hash_table *t = r->head->hh.tbl;
-  if (!pmkit_in_pool(t) || t->num_items != (unsigned)n)
+  if (!in_pool(t) || t->num_items != (unsigned)n)
     return fail("the table's item count differs from the list", r->done, -1);
+  if (!in_pool(t->buckets) || !t->num_buckets ||
+      t->num_buckets & (t->num_buckets - 1))
+    return fail("the bucket array is not one", r->done, -1);
   unsigned chained = 0;
-  for (unsigned b = 0; b < t->num_buckets; b++)
-    chained += t->buckets[b].count;
+  for (unsigned b = 0; b < t->num_buckets; b++) {
+    unsigned len = 0; // walked, bounded: a damaged chain may be a cycle
+    UT_hash_handle *back = NULL;
+    for (UT_hash_handle *h = t->buckets[b].hh_head; h; back = h, h = h->hh_next)
+      if (++len > t->num_items || !in_pool(h) || h->hh_prev != back ||
+          h->tbl != t)
+        return fail("a bucket's chain runs away, leaves the pool or has a "
+                    "wrong back link",
+                    r->done, -1);
+    if (len != t->buckets[b].count)
+      return fail("a bucket's count differs from its chain", r->done, -1);
+    chained += len;
+  }
   if (chained != t->num_items)
     return fail("the buckets' counts do not add up", r->done, -1);
   for (int k = 0; k < nkeys; k++) {
@@ -287,6 +393,73 @@ static int recover_robust(struct root *r, int nkeys, uint64_t nops,
 }
 // glue end
 
+#ifdef UTPM_PMDK
+// The PMDK variant has two commands. `bench` is the throughput comparison.
+// `abort` runs each operation as a transaction aborted at its end, checks that
+// the table is then exactly the replay of the operations before it, and runs
+// the operation again, committed: what libpmemobj's recovery makes of a crash
+// inside any operation, since it rolls back the same undo log. A word an
+// operation writes without a snapshot stays changed, and the check sees it.
+static int open_pool(const char *path, int create, struct root **r) {
+  (void)create;
+  remove(path);
+  pop = pmemobj_create(path, "utpm", (size_t)UTPM_POOL_MB << 20, 0600);
+  if (!pop) {
+    fprintf(stderr, "utpm: cannot create %s: %s\n", path, pmemobj_errormsg());
+    return 2;
+  }
+  *r = pmemobj_direct(pmemobj_root(pop, sizeof **r));
+  return 0;
+}
+
+// The table is exactly the replay of the first i operations (n: its items).
+static int replayed(struct root *r, uint64_t i, uint64_t nops, int nkeys,
+                    uint64_t seed, long long *ver, long long *n) {
+  plan(nops, nkeys, seed, i);
+  if (r->done != i)
+    return fail("the count of operations done is not the replay's", i, -1);
+  if ((*n = walk(r, nkeys, ver)) < 0)
+    return 1;
+  if (!same(ver, model, nkeys))
+    return fail("the table is not the replay of the operations done", i, -1);
+  return check_index(r, nkeys, ver, *n);
+}
+
+static int abort_check(const char *path, uint64_t nops, int nkeys,
+                       uint64_t seed) {
+  struct root *r;
+  if (open_pool(path, 1, &r))
+    return 2;
+  long long *ver = malloc((size_t)nkeys * sizeof *ver), n = 0;
+  for (uint64_t i = 0; i < nops; i++) {
+    int aborted = 0;
+    TX_BEGIN(pop) {
+      snapshot(r, ops[i].kind, ops[i].key);
+      apply_op(r, i);
+      pmemobj_tx_abort(ECANCELED);
+    }
+    TX_ONABORT { aborted = 1; }
+    TX_END
+    if (!aborted)
+      return fail("the transaction did not abort", i, -1);
+    if (replayed(r, i, nops, nkeys, seed, ver, &n)) {
+      printf("  (after operation %llu, %s of key %d, was aborted)\n",
+             (unsigned long long)i,
+             (const char *[]){"insert", "replace", "delete"}[ops[i].kind],
+             ops[i].key);
+      return 1;
+    }
+    apply(r, i);
+  }
+  if (replayed(r, nops, nops, nkeys, seed, ver, &n))
+    return 1;
+  printf("ok: %llu operations, each aborted once and rolled back exactly, then "
+         "committed; %lld items\n",
+         (unsigned long long)nops, n);
+  pmemobj_close(pop);
+  return 0;
+}
+#else
 static int open_pool(const char *path, int create, struct root **r) {
   int err =
       create ? pmkit_pool_create(path, (size_t)UTPM_POOL_MB << 20, NULL, &pool)
@@ -329,6 +502,7 @@ static int check(const char *path, uint64_t nops, int nkeys, uint64_t seed) {
   pmkit_pool_close(pool);
   return 0;
 }
+#endif
 
 int main(int argc, char **argv) {
   if (argc != 6) {
@@ -343,8 +517,17 @@ int main(int argc, char **argv) {
   model = malloc((size_t)nkeys * sizeof *model);
   ops = malloc(nops * sizeof *ops);
   plan(nops, nkeys, seed, 0);
+#ifdef UTPM_PMDK
+  if (!strcmp(argv[1], "abort"))
+    return abort_check(argv[2], nops, nkeys, seed);
+  if (strcmp(argv[1], "bench")) {
+    fprintf(stderr, "utpm: the PMDK build has only abort and bench\n");
+    return 2;
+  }
+#else
   if (!strcmp(argv[1], "check"))
     return check(argv[2], nops, nkeys, seed);
+#endif
   int bench = !strcmp(argv[1], "bench");
   if (!bench && strcmp(argv[1], "run"))
     return 2;
@@ -357,6 +540,7 @@ int main(int argc, char **argv) {
     remove(argv[2]);
   if (open_pool(argv[2], create, &r))
     return 2;
+#ifndef UTPM_PMDK
   if (!create) {
 #if UTPM_ATOMIC_OPS
     if (pmkit_recover(pool) < 0) {
@@ -387,6 +571,7 @@ int main(int argc, char **argv) {
       utpm_alloc(sizes[i]);
   }
 #endif
+#endif // !UTPM_PMDK
   double t0 = real_now();
   for (uint64_t i = r->done; i < nops; i++)
     apply(r, i);
@@ -394,6 +579,10 @@ int main(int argc, char **argv) {
   if (bench)
     printf("{\"ops\": %llu, \"seconds\": %.6f, \"ops_per_sec\": %.1f}\n",
            (unsigned long long)nops, t, (double)nops / t);
+#ifdef UTPM_PMDK
+  pmemobj_close(pop);
+#else
   pmkit_pool_close(pool);
+#endif
   return 0;
 }
