@@ -128,10 +128,9 @@ def coverage(rep: dict) -> str:
             f"not counted"
         )
     if c["points_sampled"]:
-        s += (
-            f", {c['points_sampled']} sampled ({c['sampled_images_tried']} of about "
-            f"{c['sampled_images_estimate']:.2g} images)"
-        )
+        est = c["sampled_images_estimate"]  # the largest double: beyond counting
+        about = "more than 1e308" if est >= sys.float_info.max else f"about {est:.2g}"
+        s += f", {c['points_sampled']} sampled ({c['sampled_images_tried']} of {about} images)"
     return s
 
 
