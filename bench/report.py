@@ -1577,6 +1577,55 @@ def section_arp(doc: dict, out: Output) -> list[str]:
     ]
 
 
+def real_speeds(doc: dict) -> list[tuple[str, float]]:
+    """(bar label, speed against the program's baseline) of every measured program and
+    variant of a real-<mode> results file: a throughput ratio as it is, a run-time ratio
+    inverted (each workload of a batch program a bar of its own)."""
+    bars = []
+    for name, r in doc["programs"].items():
+        ratio = r.get("throughput_ratio_wpp_to_native") or r.get("throughput_ratio")
+        if isinstance(ratio, dict):
+            bars += [(f"{name} {v}", x) for v, x in ratio.items() if v != "volatile"]
+        elif ratio:
+            bars.append((name, ratio))
+        for part, x in (r.get("time_ratio_wpp_to_native") or {}).items():
+            bars.append((f"{name} {part}", 1 / x))
+    return bars
+
+
+def figure_real(doc: dict, out: Output) -> Path | None:
+    bars = real_speeds(doc)
+    if not bars:
+        return None
+    mode = doc["benchmark"].split("-", 1)[1]
+    base = "native" if mode == "wpp" else "volatile"
+    fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.28 * len(bars)))
+    ys = range(len(bars))
+    colors = [COLORS["pmdk"] if "pmdk" in b else COLORS.get(mode, "#1f5fa8") for b, _ in bars]
+    ax.barh(ys, [x for _, x in bars], color=colors)
+    for y, (_, x) in zip(ys, bars, strict=True):
+        ax.text(x, y, f" {x:.2f}x", va="center", fontsize=7)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([b for b, _ in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="#444", linewidth=0.8)
+    xs = [x for _, x in bars]
+    if max(xs + [1.0]) / min(xs + [1.0]) >= 10:  # the pool modes: a few percent to 1x
+        ax.set_xscale("log")
+        ax.set_xlabel(f"speed against the {base} build (log scale; 1 = as fast)")
+    else:
+        ax.set_xlim(0, max(xs + [1.0]) * 1.15)
+        ax.set_xlabel(f"speed against the {base} build (1 = as fast)")
+    m = doc["machine"]
+    ax.set_title(f"Real programs under {mode} mode ({m.get('cpu_model', '?')[:40]})", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = out.figures / f"{doc['benchmark']}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def section_real(doc: dict, out: Output) -> list[str]:
     """Programs from Debian's source packages (tests/real/realtier.py, make test-real): what
     each needed, what was checked, what must fail did, and the cost."""
@@ -1652,6 +1701,9 @@ def section_real(doc: dict, out: Output) -> list[str]:
         ],
         rows,
     )
+    fig = figure_real(doc, out)
+    if fig:
+        lines += ["", f"![speed against the baseline build]({out.link(fig)})"]
     lines += ["", "What a user did to build each (besides the program's own build):", ""]
     lines += [f"- **{n}**: {r['glue']}" for n, r in doc["programs"].items()]
     lines += ["", "Verdicts as the tier printed them:", ""]
