@@ -159,8 +159,14 @@ fuzz-run:
 	done; \
 	exit $$failed
 
-install: build
-	cmake --install $(BUILD)
+# `make install PREFIX=DIR` (default /usr/local): what an installed pmkit needs,
+# built alone (not the tests, benchmarks or fuzzers) with at most one job per
+# core, then installed; DIR/bin/pmkit works from DIR alone.
+PREFIX ?= /usr/local
+install:
+	@scripts/setup.sh --configure-only
+	cmake --build $(BUILD) --target pmkit-installable -j $$(nproc)
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

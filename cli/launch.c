@@ -20,6 +20,11 @@
  *       /dev/shm/pmkit-wpp/.running, see runtime/wpp/wpp.c).
  *
  * Errors: one line, "pmkit wpp: error: ...", exit 2.
+ *
+ * Built twice: build/pmkit-launch runs the checkout's .venv python on the
+ * package in cli/ (python -m pmkit); the installed copy
+ * (pmkit-launch-installed, PMKIT_PYTHON_DIR set) runs the system's python3 on
+ * the package installed beside it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -284,13 +289,34 @@ int main(int argc, char **argv) {
       return cmd_kill(argc - 3, argv + 3);
   }
   /* the rest is the Python command's */
-  char **args = calloc((size_t)argc + 3, sizeof(char *));
+  char **args = calloc((size_t)argc + 4, sizeof(char *));
   if (!args)
     return 2;
   args[0] = (char *)PMKIT_PYTHON; /* python finds its venv from argv[0] */
+#ifdef PMKIT_PYTHON_DIR
+  /* an installed copy: the package is at PMKIT_PYTHON_DIR from this program
+     (its real path), given to python as an argument, not in PYTHONPATH, which
+     the programs the command runs would inherit */
+  static char pkg[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", pkg, sizeof pkg - 1);
+  if (n <= 0)
+    fail("cannot find this program (/proc/self/exe): %s", strerror(errno));
+  pkg[n] = 0;
+  *strrchr(pkg, '/') = 0;
+  if (strlen(pkg) + sizeof "/" PMKIT_PYTHON_DIR > sizeof pkg)
+    fail("the install path is too long");
+  strcat(pkg, "/" PMKIT_PYTHON_DIR);
+  args[1] = (char *)"-c";
+  args[2] = (char *)"import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+                    "runpy.run_module('pmkit', run_name='__main__', "
+                    "alter_sys=True)";
+  args[3] = pkg;
+  memcpy(args + 4, argv + 1, (size_t)(argc - 1) * sizeof(char *));
+#else
   args[1] = (char *)"-m";
   args[2] = (char *)"pmkit";
   memcpy(args + 3, argv + 1, (size_t)(argc - 1) * sizeof(char *));
+#endif
   execv(PMKIT_PYTHON, args);
   fprintf(stderr, "pmkit: cannot run %s: %s\n", PMKIT_PYTHON, strerror(errno));
   return 2;

@@ -4,7 +4,7 @@
 # Debian 12 machine or an already prepared one. Idempotent: installs only the
 # Debian packages that are missing, creates the project venv (.venv) once and
 # refreshes it when requirements change, then configures and builds with
-# CMake + Ninja. Usage: scripts/setup.sh [--no-build]
+# CMake + Ninja. Usage: scripts/setup.sh [--no-build | --configure-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,6 +53,7 @@ if [ ! -f build/build.ninja ]; then
     -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 \
     -DPython3_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
 fi
+[ "${1:-}" = "--configure-only" ] && exit 0
 cmake --build build
 
 # The pmkit command's front end (cli/launch.c) does `pmkit wpp run` and `kill`

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import urllib.parse
+from pathlib import Path
 
 from pmkit import paths
 
@@ -37,6 +38,8 @@ Compile and link C or C++ with clang-16 and the pmkit pass plugin.
   --trace           instrument PM accesses for `pmkit explore` and link libpmkit-trace
   --trace-loads     with --trace: record loads as well
   --pmkit-dry-run   print the clang command instead of running it
+  --as-launcher CC  run in place of CC, the compiler a build system would run (CMake's
+                    compiler and link launchers: the CMake package's pmkit_mode_target)
   CLANG-ARGS        passed to clang unchanged
 
 Robust mode (docs/modes/robust.md):
@@ -384,7 +387,20 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     return cmd, dry
 
 
+def as_launcher(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
+    """--as-launcher CC: pmkit runs in place of CC, the compiler (or linker driver) a build
+    system would have run, CMake's C_COMPILER_LAUNCHER and RULE_LAUNCH_LINK (what the CMake
+    package's pmkit_mode_target sets); a C++ compiler there makes it `pmkit c++`."""
+    if "--as-launcher" not in argv:
+        return argv, cxx
+    i = argv.index("--as-launcher")
+    if i + 1 >= len(argv):
+        raise UsageError("--as-launcher needs the compiler the build would run after it")
+    return argv[:i] + argv[i + 2 :], cxx or "++" in Path(argv[i + 1]).name
+
+
 def run(argv: list[str], cxx: bool) -> int:
+    argv, cxx = as_launcher(argv, cxx)
     if any(a in ("-h", "--help") for a in argv):
         print(HELP.format(modes=", ".join(m for m, d in MODES.items() if d)))
         return 0

@@ -3,7 +3,8 @@
 
 The build writes pmkit-paths.json (include dir, library dir, pass plugin, build dir). It is looked
 for in $PMKIT_BUILD_DIR, then in the build/ folder of the checkout this package sits in, then
-in <prefix>/share/pmkit of an installed copy. A missing build is an environment error (exit 2).
+in PREFIX/share/pmkit of an installed copy (the package in PREFIX/share/pmkit/python; that
+file's paths are relative to PREFIX). A missing build is an environment error (exit 2).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Paths:
     tracelibdir: Path | None = None
     explorer: Path | None = None
     sim: Path | None = None
+    wpplib: Path | None = None
+    wppopts: Path | None = None
 
     def binary(self, rel: str) -> Path:
         """A program built in the build tree, e.g. 'examples/kvstore/kvstore'."""
@@ -43,25 +46,32 @@ def _candidates() -> list[Path]:
         out.append(Path(env) / "pmkit-paths.json")
     here = Path(__file__).resolve()
     out.append(here.parents[2] / "build" / "pmkit-paths.json")
-    out.append(here.parents[3] / "share" / "pmkit" / "pmkit-paths.json")
+    # installed: PREFIX/share/pmkit/python/pmkit/paths.py, PREFIX/share/pmkit/pmkit-paths.json
+    out.append(here.parents[2] / "pmkit-paths.json")
     return out
+
+
+_PATHS = ("include", "libdir", "plugin", "tracelibdir", "explorer", "sim", "wpplib", "wppopts",
+          "bindir")  # fmt: skip
 
 
 def find() -> Paths:
     for c in _candidates():
         if c.is_file():
             d = json.loads(c.read_text())
-            plugin = Path(d["plugin"]) if d.get("plugin") else None
-            tracelib = Path(d["tracelibdir"]) if d.get("tracelibdir") else None
-            explorer = Path(d["explorer"]) if d.get("explorer") else None
-            sim = Path(d["sim"]) if d.get("sim") else None
+            if d.get("relative_to") == "prefix":  # an installed copy: PREFIX/share/pmkit/
+                prefix = c.resolve().parents[2]
+                d = {k: str(prefix / v) if k in _PATHS and v else v for k, v in d.items()}
+            opt = {k: Path(d[k]) if d.get(k) else None for k in _PATHS}
             return Paths(
                 Path(d["include"]),
                 Path(d["libdir"]),
-                plugin,
+                opt["plugin"],
                 Path(d["bindir"]),
-                tracelib,
-                explorer,
-                sim,
+                opt["tracelibdir"],
+                opt["explorer"],
+                opt["sim"],
+                opt["wpplib"],
+                opt["wppopts"],
             )
     raise EnvError("no pmkit build found (looked for pmkit-paths.json); run 'make build' first")

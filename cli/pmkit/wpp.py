@@ -48,11 +48,9 @@ def default_context(prog: str) -> Path:
 
 def _build():
     p = paths.find()
-    d = json.loads((p.bindir / "pmkit-paths.json").read_text())
-    lib, opts = d.get("wpplib"), d.get("wppopts")
-    if not lib or not Path(lib).exists():
+    if not p.wpplib or not p.wpplib.exists() or not p.wppopts:
         raise paths.EnvError("the WPP runtime is not built (needs musl-tools): run 'make build'")
-    return Path(lib), Path(opts)
+    return p.wpplib, p.wppopts
 
 
 def _musl_gcc() -> str:

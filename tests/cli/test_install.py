@@ -4,6 +4,7 @@ pmkit::pmkit, and a plain Makefile user gets the flags from pkg-config."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,3 +85,165 @@ def test_pkg_config(prefix, tmp_path):
         check=True,
     )
     assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == "PMKIT_E_BUSY\n"
+
+
+# A user's program with no flush written: two counters in different cache lines, b never ahead
+# of a. Robust mode orders the stores; without it, x86 may persist b before a.
+USER_PM = r"""#include <pmkit/pmkit.h>
+#include <stdio.h>
+#include <string.h>
+struct root { long a; char pad[120]; long b; };
+int main(int argc, char **argv) {
+  pmkit_pool *pool;
+  struct root *r;
+  int run = argc == 3 && !strcmp(argv[1], "run");
+  if ((run ? pmkit_pool_create(argv[2], 2 << 20, NULL, &pool)
+           : pmkit_pool_open(argv[2], NULL, &pool)) ||
+      pmkit_root(pool, sizeof *r, (void **)&r))
+    return 2;
+  if (run) {
+    pmkit_mark_begin("op"); /* crash points inside only: the pool's set-up is not ours */
+    for (long i = 1; i <= 3; i++) {
+      r->a = i;
+      r->b = i;
+    }
+    pmkit_mark_end("op");
+  } else if (r->b > r->a) {
+    printf("b %ld is ahead of a %ld\n", r->b, r->a);
+    return 1;
+  }
+  pmkit_pool_close(pool);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def moved(prefix, tmp_path_factory):
+    """The installed prefix copied elsewhere: it must not depend on where it was installed,
+    nor on the checkout (the command runs the system's python3 on its own package)."""
+    dst = tmp_path_factory.mktemp("moved") / "pmkit"
+    shutil.copytree(prefix, dst, symlinks=True)
+    return dst
+
+
+def _installed(moved: Path, *args: str, cwd: Path | None = None):
+    env = {k: v for k, v in os.environ.items() if k not in ("PMKIT_BUILD_DIR", "PYTHONPATH")}
+    env["PATH"] = f"{moved / 'bin'}:/usr/bin:/bin"
+    return subprocess.run(
+        [str(moved / "bin" / "pmkit"), *args], capture_output=True, text=True, env=env, cwd=cwd
+    )
+
+
+def test_installed_command_runs_from_the_prefix_alone(moved, tmp_path):
+    r = _installed(moved, "--help", cwd=tmp_path)
+    assert r.returncode == 0 and "usage: pmkit" in r.stdout, r.stderr
+    assert (moved / "bin" / "pmkit").is_symlink()
+    r = _installed(moved, "cc", "--mode=robust", "--trace", "--pmkit-dry-run", "c.c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert str(ROOT) not in r.stdout and str(moved / "lib" / "pmkit") in r.stdout, r.stdout
+    if shutil.which("musl-gcc"):
+        (tmp_path / "w.c").write_text("int main(void) { return 0; }\n")
+        r = _installed(moved, "wpp", "cc", "w.c", "-o", "w", cwd=tmp_path)
+        assert r.returncode == 0 and (tmp_path / "w").exists(), r.stderr
+
+
+def test_installed_robust_build_is_explored(moved, tmp_path):
+    """From the moved prefix alone: the user's program built in robust mode with tracing is
+    explored clean under x86; the same built without the mode fails for the counters."""
+    (tmp_path / "c.c").write_text(USER_PM)
+    verdicts = {}
+    for name, mode in (("robust", ["--mode=robust"]), ("plain", [])):
+        exe = tmp_path / name
+        b = _installed(moved, "cc", *mode, "--trace", "-O1", "c.c", "-o", str(exe), cwd=tmp_path)
+        assert b.returncode == 0, b.stderr
+        r = _installed(
+            moved, "explore", "--no-progress", "--model", "x86", "--mark", "op", "--json",
+            f"{name}.json",
+            "--check", f"{exe} check {{pool}}", "--", str(exe), "run", "p.pool", cwd=tmp_path,
+        )  # fmt: skip
+        (tmp_path / "p.pool").unlink(missing_ok=True)
+        rep = json.loads((tmp_path / f"{name}.json").read_text())
+        verdicts[name] = (r.returncode, rep["result"])
+        if name == "plain":
+            assert "is ahead of a" in r.stdout, r.stdout
+    assert verdicts == {"robust": (0, "ok"), "plain": (1, "failed")}, verdicts
+
+
+USER_MODES_CMAKE = """cmake_minimum_required(VERSION 3.20)
+project(user C)
+find_package(pmkit 0.1 REQUIRED)
+foreach(t robust_opt robust_traced plain_traced clobber_eadr whole)
+  add_executable(${t} c.c)
+endforeach()
+pmkit_mode_target(robust_opt MODE robust SETTING opt)
+pmkit_mode_target(robust_traced MODE robust TRACE)
+pmkit_trace_target(plain_traced)
+pmkit_mode_target(clobber_eadr MODE clobber OPTIONS --clobber-domain=eadr)
+pmkit_mode_target(whole MODE robust WHOLE_PROGRAM)
+"""
+
+
+def test_cmake_mode_targets(moved, tmp_path):
+    """A user's CMake project builds a target in each way the package offers
+    (pmkit_mode_target with a setting, with TRACE, with WHOLE_PROGRAM, with options;
+    pmkit_trace_target), from the moved prefix; the traced robust target explores clean and
+    the traced plain one fails; a wrong option stops the configure, naming it."""
+    (tmp_path / "CMakeLists.txt").write_text(USER_MODES_CMAKE)
+    (tmp_path / "c.c").write_text(USER_PM)
+    env = {k: v for k, v in os.environ.items() if k not in ("PMKIT_BUILD_DIR", "PYTHONPATH")}
+    b = tmp_path / "b"
+    cfg = subprocess.run(
+        ["cmake", "-S", str(tmp_path), "-B", str(b), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={moved}",
+         "-DCMAKE_C_COMPILER=clang-16"], capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert cfg.returncode == 0, cfg.stdout + cfg.stderr
+    bld = subprocess.run(
+        ["cmake", "--build", str(b), "-v"], capture_output=True, text=True, env=env
+    )
+    assert bld.returncode == 0, bld.stdout[-3000:] + bld.stderr
+    for flags in ("--mode=robust --robust-setting=opt", "--mode=robust --whole-program",
+                  "--mode=clobber --clobber-domain=eadr", "--mode=robust --trace"):  # fmt: skip
+        assert f"pmkit cc {flags} --as-launcher" in bld.stdout, flags
+    verdicts = {}
+    for name in ("robust_traced", "plain_traced"):
+        exe = b / name
+        r = _installed(
+            moved, "explore", "--no-progress", "--mark", "op", "--json", f"{name}.json",
+            "--check", f"{exe} check {{pool}}", "--", str(exe), "run", "p.pool", cwd=tmp_path,
+        )  # fmt: skip
+        (tmp_path / "p.pool").unlink(missing_ok=True)
+        rep = json.loads((tmp_path / f"{name}.json").read_text())
+        verdicts[name] = (r.returncode, rep["result"])
+    assert verdicts == {"robust_traced": (0, "ok"), "plain_traced": (1, "failed")}, verdicts
+    (tmp_path / "CMakeLists.txt").write_text(
+        USER_MODES_CMAKE + "pmkit_mode_target(plain_traced MODE robust SETTING fast)\n"
+    )
+    cfg = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b2"),
+                          f"-DCMAKE_PREFIX_PATH={moved}"], capture_output=True, text=True,
+                         env=env)  # fmt: skip
+    assert cfg.returncode != 0 and "fast" in cfg.stderr, cfg.stderr
+
+
+@pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="dpkg-deb not installed")
+def test_debian_package(tmp_path):
+    """`cpack -G DEB` makes a package of the same install: its dependencies name the
+    compiler and python it runs, and its contents, unpacked anywhere, work as a prefix."""
+    if not (ROOT / "build" / "build.ninja").exists():
+        pytest.skip("no build tree")
+    r = subprocess.run(["cpack", "-G", "DEB", "-B", str(tmp_path)], cwd=ROOT / "build",
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    (deb,) = tmp_path.glob("pmkit_*_amd64.deb")
+    info = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True)
+    for dep in ("python3 (>= 3.11)", "clang-16", "lld-16"):
+        assert dep in info.stdout, info.stdout
+    root = tmp_path / "root"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
+    usr = root / "usr"
+    for rel in ("bin/pmkit", "lib/pmkit/pmkit-passes.so", "lib/cmake/pmkit/pmkitConfig.cmake",
+                "share/pmkit/pmkit-paths.json", "share/pmkit/python/pmkit/main.py"):  # fmt: skip
+        assert (usr / rel).exists(), rel
+    (tmp_path / "c.c").write_text(USER_PM)
+    r = _installed(usr, "cc", "--mode=robust", "--pmkit-dry-run", "c.c", cwd=tmp_path)
+    assert r.returncode == 0 and str(usr / "lib" / "pmkit" / "pmkit-passes.so") in r.stdout, r
