@@ -493,6 +493,17 @@ void Engine::apply(size_t i) {
       H -= uh(a, c);
       for (uint64_t w = lo; w < hi; w = (w & ~7ull) + 8) {
         uint64_t we = std::min<uint64_t>(hi, (w & ~7ull) + 8);
+        // A word written with the bytes it already holds changes no image:
+        // lost or kept, the unit reads the same (a later write in a unit
+        // persists only after the earlier ones, so keeping it keeps what
+        // made those bytes). Zeroing zeros (a fresh block's memset) would
+        // otherwise multiply a point's images by its words, all alike. The
+        // arp model keeps it: its durability drags earlier writes along.
+        bool same = !PO;
+        for (uint64_t b = w; same && b < we; b++)
+          same = c[b - a] == e.byte(b - e.addr);
+        if (same)
+          continue;
         u.before.insert(u.before.end(), c, c + U);
         for (uint64_t b = w; b < we; b++)
           c[b - a] = e.byte(b - e.addr);
@@ -845,7 +856,10 @@ void Engine::tornImages(const CrashPoint &cp,
   for (uint64_t a = e.addr & ~(uint64_t)(U - 1); a < e.addr + e.length();
        a += U) {
     auto it = index.find(a);
-    if (it != index.end())
+    // (a unit whose last write is an earlier one: this write changed none
+    // of its bytes, apply() kept no piece of it)
+    if (it != index.end() && !units[it->second].hist.empty() &&
+        units[it->second].hist.back().ev == cp.pos)
       us.push_back(it->second);
   }
   size_t W = us.size();
