@@ -1938,11 +1938,13 @@ void Engine::report(double secs) {
   if (skippedPts)
     printf(", %zu skipped (%s)", skippedPts,
            budgetHit ? "budget spent" : "--stop-after reached");
-  if (sampledPts)
-    printf("\n  sampled:      %llu images tried of about %s the sampled "
+  if (sampledPts) // ("more than 1e308" is not "about")
+    printf("\n  sampled:      %llu images tried of %s%s the sampled "
            "points allow (%llu to %llu a point)",
-           (unsigned long long)sampledTried, approx(sampledTotal).c_str(),
-           (unsigned long long)qmin, (unsigned long long)qmax);
+           (unsigned long long)sampledTried,
+           std::isinf(sampledTotal) ? "" : "about ",
+           approx(sampledTotal).c_str(), (unsigned long long)qmin,
+           (unsigned long long)qmax);
   printf("\n  images:       %llu generated, %llu distinct, %llu checked, "
          "%llu failed%s\n",
          (unsigned long long)generated, (unsigned long long)distinct,
