@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# The README's two commands live here: `make demo` (the main job on the
-# bundled key-value store) and `make test` (every test, under 15 minutes on
+# The README's two commands live here: `make demo` (one small program carried
+# through the modes, examples/tally) and `make test` (every test, under 15 minutes on
 # 2 cores). Both run scripts/setup.sh first, which installs what is missing.
 # Longer work has its own targets: `make bench`, `make crashtest-full`
 # (`make crashtest-quick`, the benchmark workloads' crash tests, also runs in

@@ -218,14 +218,6 @@ class Pool:
         return s.blocks_live, s.blocks_freed, s.bytes_freed, s.suspects
 
 
-def domain() -> tuple[str, str]:
-    """(persistence domain, flush instruction) as the library sees them in this environment."""
-    L = lib()
-    return ("eadr" if L.pmkit_domain() == 1 else "adr"), L.pmkit_flush_name(
-        L.pmkit_flush_kind()
-    ).decode()
-
-
 def repair(path: str, dry_run: bool) -> tuple[dict[str, int], list[str]]:
     """Rebuild the allocator metadata of the pool file at path (see pmkit_pool_repair): the
     counts of what changed (or would change) and one line per change."""

@@ -277,7 +277,7 @@ def _warn_suspects(n: int, first: str = "") -> None:
 def cmd_demo(args) -> int:
     from pmkit import demo
 
-    return demo.run(trials=args.trials, seed=args.seed, ops=args.ops, keep=args.keep)
+    return demo.run(seed=args.seed, keep=args.keep)
 
 
 # ---- explore, sim ----------------------------------------------------------------------------
@@ -395,15 +395,13 @@ def build_parser() -> Parser:
     )
     pg.set_defaults(func=cmd_pool_gc)
 
-    dm = sub.add_parser("demo", help="crash the bundled key-value store and check every recovery")
-    dm.add_argument(
-        "--trials", type=int, default=100,
-        help="random crashes per build after the sweep of the store window: half at random "
-        "store points, half SIGKILLs (default 100)",
-    )  # fmt: skip
-    dm.add_argument("--ops", type=int, default=3000, help="operations per run (default 3000)")
-    dm.add_argument("--seed", type=int, default=1, help="seed of the whole demo (default 1)")
-    dm.add_argument("--keep", action="store_true", help="keep the pool files")
+    dm = sub.add_parser(
+        "demo",
+        help="carry one small program through the modes, each with the explorer's or a power "
+        "failure's verdict",
+    )
+    dm.add_argument("--seed", type=int, default=1, help="seed of the power failures (default 1)")
+    dm.add_argument("--keep", action="store_true", help="keep the builds, pools and reports")
     dm.set_defaults(func=cmd_demo)
     return ap
 
