@@ -69,7 +69,8 @@ int main(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc < 3 || (strcmp(argv[1], "run") && strcmp(argv[1], "check") &&
                    strcmp(argv[1], "check-exact"))) {
-    fprintf(stderr, "usage: tally run POOL N | check POOL | check-exact POOL\n");
+    fprintf(stderr,
+            "usage: tally run POOL N | check POOL | check-exact POOL\n");
     return 2;
   }
   int run = !strcmp(argv[1], "run");
@@ -102,7 +103,8 @@ int main(int argc, char **argv) {
     long sum = 0;
     for (long i = 0; i < r->n; i++) {
       if (r->amount[i] != amount_of(i)) {
-        printf("amount %ld is counted but not written (%ld)\n", i, r->amount[i]);
+        printf("amount %ld is counted but not written (%ld)\n", i,
+               r->amount[i]);
         return 1;
       }
       sum += r->amount[i];
