@@ -111,8 +111,11 @@ def test_project_builds_whole_program_and_explores_clean(run, tmp_path, mode, sy
     v = explore(run, tmp_path, exe, model, atomic, 1200 if model == "eadr" else 300, *oracle)
     if oracle:
         assert v["robustness"]["violating"] == 0, v["robustness"]
-    # Every crash point explored; the pool's creation has too many images to enumerate.
-    assert (v["result"], v["images_failed"]) == ("sampled", 0), v
+    # Every crash point explored; the pool's creation has too many images to enumerate, but
+    # for ssapp under eadr, whose images are then few enough (the zeroing of fresh blocks makes
+    # none: docs/explorer.md), exhaustively.
+    want = "ok" if mode == "ssapp" else "sampled"
+    assert (v["result"], v["images_failed"]) == (want, 0), v
     cov = v["coverage"]
     assert cov["points_explored"] == cov["points_total"] > 10, cov
     assert v["images_checked"] > 100, v
@@ -203,7 +206,14 @@ REFUSALS = {
 # pmkit cc options with no effect to see here: defaults (base, clobber, adr, sfence are the
 # builds without an option), the shape itself, and arp mode (one file at a time only; its
 # lowerings are tested in test_arp.py).
-NOT_HERE = {"--whole-program", "--pmkit-dry-run", "--mode", "--arp-lowering", "--report"}
+NOT_HERE = {
+    "--whole-program",
+    "--pmkit-dry-run",
+    "--mode",
+    "--arp-lowering",
+    "--report",
+    "--as-launcher",
+}  # (the CMake package's launcher: test_install.py)
 SHAPES = ("per-file", "whole-program", "make", "cmake")
 
 
