@@ -65,9 +65,9 @@ struct blk {
   uint64_t copy[COPY_MAX / 8];
   /* The atomic RMW in flight (__pmkit_ssapp_rmw): its word and expected
    * value, then `rmw_cur` (its RISE, torn bit and tag sequence number),
-   * written last; `rmw_seen`, set by another thread about to overwrite
-   * the value this RMW wrote, to the rmw_cur it saw; `rmw_seq`, the last
-   * sequence number used. */
+   * written last, 0 from the next FASE's begin on; `rmw_seen`, set by another
+   * thread about to overwrite the value this RMW wrote, to the rmw_cur it saw;
+   * `rmw_seq`, the last sequence number used. */
   uint64_t rmw_addr, rmw_exp, rmw_cur, rmw_seen, rmw_seq;
   /* Recovery's relocation of static pointers in the frame, redone from
    * here if a crash interrupts it: the base it moves to, then the new
@@ -289,6 +289,13 @@ void __pmkit_ssapp_begin(void) {
   cur.held_hi = 0;
   if (cur.blk->shape != cur.last.shape)
     put(&cur.blk->shape, cur.last.shape);
+  /* The last FASE's RMW attempt is no longer this thread's in flight: an
+   * attempt's record names its RISE and torn bit but not its FASE, and
+   * another FASE's RMW RISE of the same number, interrupted before its
+   * attempt's first record, took it for its own (and its increment was
+   * lost). Nobody needs to tell a committed FASE its tag was seen. */
+  if (cur.blk->rmw_cur)
+    put(&cur.blk->rmw_cur, 0);
   put(&ext[EXT_OWNER], OWNER_MAGIC);
   put(&ext[EXT_SEQ], cur.ctx->pm->seq + 1);
   put(&ext[EXT_FRAME], pmkit_off(cur.pool, cur.frame));

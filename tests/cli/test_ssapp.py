@@ -94,13 +94,15 @@ def test_a_crash_during_recovery_recovers_again(run, shm, tmp_path):
 
 
 def test_a_crash_twice_before_an_rmw(run, shm, tmp_path):
-    """tests/cli/ssapp/rmw_twice.c: consecutive FASEs, each a compare-and-swap on one word.
-    Crashed at every point of a run, and its recovery at every point of its own, recovery
-    must leave the word equal to the count. Recovery once took the record of an RMW attempt
-    two executions old (same RISE, same torn bit) for the interrupted one after a crash
-    between an attempt's first record and its CAS, and a second crash at the same place of
-    the re-execution: the increment was lost (found on Concurrency Kit's stack by the
-    real-program tier)."""
+    """tests/cli/ssapp/rmw_twice.c: consecutive FASEs, each a compare-and-swap on a word,
+    two FASEs of one shape taking turns on two words. Crashed at every point of a run, and
+    its recovery at every point of its own, recovery must leave each word equal to its
+    count. Recovery once took the record of an RMW attempt two executions old (same RISE,
+    same torn bit) for the interrupted one after a crash between an attempt's first record
+    and its CAS, and a second crash at the same place of the re-execution: the increment was
+    lost (found on Concurrency Kit's stack by the real-program tier). And it took the other
+    FASE's attempt (same RISE number, same torn bit in a fresh frame) for a FASE interrupted
+    between its RMW RISE's start and its attempt's first record (one crash)."""
     exe = tmp_path / "rmw_twice"
     r = run(
         "cc", "--mode=ssapp", "--ssapp-rmw-ints", "-O2", "-g",

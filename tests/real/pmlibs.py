@@ -97,20 +97,24 @@ def explore(
     run_no tells apart recorded runs of the same arguments. Returns the JSON report."""
     tag = "-".join([*args, str(run_no)])
     pool, rep = work / f"{exe.name}-{tag}.pool", work / f"{exe.name}-{tag}.json"
+    trace = work / f"{exe.name}-{tag}.trace"  # kept when the verdict is not the one expected
     pool.unlink(missing_ok=True)
     cmd = wppgolden.pmkit(
         "explore", "--no-progress", "--model", model, "--mark", "op", "--budget", str(budget),
         "--per-point", "2048", "--json", str(rep), "--save-dir", str(work / f"fail-{exe.name}"),
-        *(["--robustness"] if robustness else []), *(["--stop-after", "1"] if expect else []),
+        "--keep-trace", str(trace), *(["--robustness"] if robustness else []),
+        *(["--stop-after", "1"] if expect else []),
         "--check", f"{exe} check {{pool}} {' '.join(args)}", "--", str(exe), "run", str(pool),
         *args,
     )  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if r.returncode != expect or not rep.exists():
         raise Failed(
-            f"pmkit explore of {exe.name} {tag} exit {r.returncode}, expected {expect}:"
+            f"pmkit explore of {exe.name} {tag} exit {r.returncode}, expected {expect} (its "
+            f"trace kept: {trace}; `pmkit explore --trace` replays it):"
             f"\n{r.stdout[-3000:]}{r.stderr[-2000:]}"
         )
+    trace.unlink(missing_ok=True)
     return json.loads(rep.read_text())
 
 
@@ -271,7 +275,7 @@ def _points(
         crashed = pool.read_bytes()
         r = crashrun.go(exe, "check", str(pool), *args)
         if r.returncode or "ok:" not in r.stdout:
-            raise Failed(f"{what}: {r.stdout.strip()} {r.stderr.strip()}")
+            raise Failed(f"{what}: {r.stdout.strip()} {r.stderr.strip()}{_keep(work, n, crashed)}")
         if " 0 recovered" not in r.stdout and "not set up" not in r.stdout:
             inflight += 1
             if inflight % 4 == 1:
@@ -281,9 +285,13 @@ def _points(
                 pool.write_bytes(crashed)
                 at = 1 + rng.randrange(max(k, 1))
                 crashrun.go(exe, "check", str(pool), *args, crash_at=at, points=points)
+                again = pool.read_bytes()
                 r = crashrun.go(exe, "check", str(pool), *args)
                 if r.returncode:
-                    raise Failed(f"{what}, then at point {at} of {k} of its recovery: {r.stdout}")
+                    raise Failed(
+                        f"{what}, then at point {at} of {k} of its recovery: {r.stdout.strip()}"
+                        f"{_keep(work, n, crashed, again)}"
+                    )
                 during += 1
         r = crashrun.go(exe, "run", str(pool), *args)
         r2 = crashrun.go(exe, "check", str(pool), *args)
@@ -293,6 +301,18 @@ def _points(
     if not inflight:
         raise Failed(f"{exe.name}: no crash fell inside an operation")
     return {"points": total, "crashed": landed, "inside_fase": inflight, "during": during}
+
+
+def _keep(work: Path, n: int, crashed: bytes, again: bytes | None = None) -> str:
+    """Keep the images a failed check started from (the crash's, and the one a crash during
+    its recovery left), so that the failure can be replayed: a two-thread run's crash points
+    fall differently in every run. Returns the words naming them."""
+    paths = [work / f"failed-{n}-crashed.pool"]
+    paths[0].write_bytes(crashed)
+    if again is not None:
+        paths.append(work / f"failed-{n}-crashed-in-recovery.pool")
+        paths[1].write_bytes(again)
+    return " (images kept: " + ", ".join(str(p) for p in paths) + ")"
 
 
 def _must_fail_points(

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// One FASE after another, each an atomic compare-and-swap increment of the same
-// word and a count of FASEs done, with no other RMW between them: the shape in
-// which SSAPP recovery once took an RMW attempt two executions old for the
-// interrupted one (tests/cli/test_ssapp.py::test_a_crash_twice_before_an_rmw).
-// `check` recovers and requires the word to equal the count: a lost increment
-// shows as word < count, a doubled one as word > count.
+// FASEs one after another, each an atomic compare-and-swap increment of a word
+// and a count of its FASEs done, with no other RMW between them. Two FASEs of
+// the same shape take turns, each on its own word: their RMWs have the same
+// RISE number and, in fresh frames, the same torn bit. The shapes in which
+// SSAPP recovery once took an RMW attempt for the interrupted one when it was
+// not: one two executions old of the same RISE, and one of the other FASE
+// (tests/cli/test_ssapp.py::test_a_crash_twice_before_an_rmw). `check`
+// recovers and requires each word to equal its count: a lost increment shows
+// as word < count, a doubled one as word > count.
 //
 //   rmw_twice run POOL N    create POOL (or resume it) and run to N FASEs
 //   rmw_twice check POOL    recover, verify
@@ -15,17 +18,21 @@
 #include <string.h>
 
 struct root {
-  uint64_t word; // updated only by compare-and-swap
-  uint64_t done;
+  uint64_t word[2]; // updated only by compare-and-swap
+  uint64_t done[2];
 };
 
-PMKIT_FASE void bump(struct root *r) {
-  uint64_t old = r->word;
-  while (!__atomic_compare_exchange_n(&r->word, &old, old + 1, 0,
-                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-    ;
-  r->done++;
-}
+// Two FASEs, not one with an index: each has its own frame.
+#define BUMP(i)                                                                \
+  PMKIT_FASE void bump##i(struct root *r) {                                    \
+    uint64_t old = r->word[i];                                                 \
+    while (!__atomic_compare_exchange_n(&r->word[i], &old, old + 1, 0,         \
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))   \
+      ;                                                                        \
+    r->done[i]++;                                                              \
+  }
+BUMP(0)
+BUMP(1)
 
 int main(int argc, char **argv) {
   if (argc < 3)
@@ -43,20 +50,25 @@ int main(int argc, char **argv) {
   int n = pmkit_recover(p);
   if (n < 0)
     return 2;
-  uint64_t w = pmkit_ssapp_value(r->word);
   if (!run) {
-    if (w != r->done) {
-      printf("word %llu after %llu increments\n", (unsigned long long)w,
-             (unsigned long long)r->done);
-      return 1;
+    for (int i = 0; i < 2; i++) {
+      uint64_t w = pmkit_ssapp_value(r->word[i]);
+      if (w != r->done[i]) {
+        printf("word %d: %llu after %llu increments\n", i,
+               (unsigned long long)w, (unsigned long long)r->done[i]);
+        return 1;
+      }
     }
-    printf("ok: %llu increments (%d recovered)\n", (unsigned long long)r->done,
-           n);
+    printf("ok: %llu+%llu increments (%d recovered)\n",
+           (unsigned long long)r->done[0], (unsigned long long)r->done[1], n);
     return 0;
   }
   uint64_t want = strtoull(argv[3], NULL, 10);
-  while (r->done < want)
-    bump(r);
+  while (r->done[0] + r->done[1] < want)
+    if (r->done[0] > r->done[1])
+      bump1(r);
+    else
+      bump0(r);
   pmkit_pool_close(p);
   return 0;
 }
