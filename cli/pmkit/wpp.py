@@ -63,12 +63,15 @@ def _musl_gcc() -> str:
 def cc_command(argv: list[str]) -> list[str]:
     """The musl-gcc command line `pmkit wpp cc ARGS` runs."""
     musl = _musl_gcc()
+    # pmkit's headers, after the program's own and the system's: a program that also builds in
+    # the other modes keeps its PMKIT_FASE annotations (an attribute, nothing to link)
+    inc = ["-idirafter", str(paths.find().include)]
     if any(a in ("-c", "-S", "-E", "-M", "-MM") for a in argv):
-        return [musl, *argv]  # no link step: nothing of ours is needed
+        return [musl, *argv, *inc]  # no link step: nothing else of ours is needed
     if any(a in ("-shared", "-fPIC", "-pie", "-static-pie") for a in argv):
         raise UsageError("WPP programs are static executables: drop -shared/-pie/-fPIC")
     lib, opts = _build()
-    return [musl, *argv, str(lib), f"@{opts}"]
+    return [musl, *argv, *inc, str(lib), f"@{opts}"]
 
 
 def cmd_cc(argv: list[str]) -> int:

@@ -18,9 +18,11 @@
 //
 // Built in robust mode the stores reach PM in program order, so `check`
 // holds after any crash and `check-exact` does not: ordering is not
-// atomicity. Built in clobber mode each append is failure-atomic and
+// atomicity. Built in clobber or ssapp mode each append is failure-atomic and
 // `check-exact` holds. Built with no mode, a volatile cache may write the
-// count back before the amount it counts, and `check` fails.
+// count back before the amount it counts, and `check` fails. Compiled as C++
+// with -DTALLY_ARP, the order is stated in the language's terms (ARP: a
+// sequence point between the steps) and arp mode makes it hold.
 #include <pmkit/pmkit.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,13 @@
 #include <time.h>
 
 #define MAX 4096
+
+#ifdef TALLY_ARP // C++, arp mode: each step persists before the next
+#include <pmkit/arp.hpp>
+#define STEP() pmkit::sequence_point()
+#else
+#define STEP()
+#endif
 
 struct root {
   long n;     // amounts appended
@@ -40,7 +49,9 @@ static long amount_of(long i) { return i * 7919 % 1000 + 1; }
 
 PMKIT_FASE static void append(struct root *r, long v) {
   r->amount[r->n] = v;
+  STEP();
   r->total = r->total + v;
+  STEP();
   r->n = r->n + 1;
 }
 

@@ -310,6 +310,29 @@ def test_cc_names_musl_as_its_target():
     assert gcc.stdout == "x86_64-linux-gnu\n"  # what the test exists for: gcc's glibc answer
 
 
+def test_cc_finds_pmkit_headers_after_the_programs(work):
+    """A program written for the other modes keeps its annotations under WPP: pmkit wpp cc
+    finds <pmkit/pmkit.h> (it did not, and the tutorial's tally.c did not build), after the
+    program's own include folders (a header of the program's named like one of pmkit's wins)."""
+    exe = _build_c(
+        work,
+        "annotated",
+        "#include <pmkit/pmkit.h>\n#include <stdio.h>\n"
+        "static long n;\nPMKIT_FASE static void add(long v) { n += v; }\n"
+        'int main(void) { add(41); add(1); printf("%ld\\n", n); return 0; }\n',
+    )
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout == "42\n"
+    own = work / "own" / "pmkit"
+    own.mkdir(parents=True)
+    (own / "pmkit.h").write_text("#define OWN_HEADER 1\n")
+    src = work / "own.c"
+    src.write_text("#include <pmkit/pmkit.h>\n#ifndef OWN_HEADER\n#error pmkit's\n#endif\n"
+                   "int main(void) { return 0; }\n")  # fmt: skip
+    r = subprocess.run(g.pmkit("wpp", "cc", f"-I{work / 'own'}", "-c", str(src), "-o",
+                               str(work / "own.o")), capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
 def test_fork_and_exec_fail_loudly(work):
     exe = _build_c(
         work,

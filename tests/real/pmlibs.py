@@ -481,7 +481,8 @@ def build_ck(work: Path, name: str, builtins: bool, *flags: str) -> tuple[Path, 
     run([*conf, *(["--use-cc-builtins"] if builtins else [])], src, log,
         env=dict(os.environ, CC=str(cc)))  # fmt: skip
     run(["make", f"-j{JOBS}"], src, log)
-    if not any("pmkit" in ln for ln in (src / "build" / "ck.build").read_text().splitlines()):
+    # (the compiler script's path, not the word pmkit: the tier's folder is named pmkit-real)
+    if f"CC={cc}" not in (src / "build" / "ck.build").read_text().splitlines():
         raise Failed(f"ck's build does not use pmkit's compiler: {src / 'build' / 'ck.build'}")
     exe = work / f"ckpm-{name}"
     prog_flags = [*flags, *(["-DCK_USE_CC_BUILTINS=1"] if builtins else [])]
