@@ -1760,11 +1760,31 @@ def render(docs: list[dict], out: Output) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+DESCRIPTION = (
+    "Regenerate docs/results.md and docs/figures/*.png from bench/results/*.json only; "
+    "nothing is measured. Exit status: 0 success, 2 a results file it cannot read."
+)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of a report: this script's and `pmkit bench report`'s (one definition)."""
+    ap.add_argument("--results-dir", default=str(BENCH_DIR / "results"), metavar="DIR",
+                    help="the results files to read (default bench/results/)")  # fmt: skip
+    ap.add_argument(
+        "--out",
+        default=str(REPO / "docs" / "results.md"),
+        metavar="FILE",
+        help="the page to write (default docs/results.md; figures beside it)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results-dir", default=str(BENCH_DIR / "results"))
-    ap.add_argument("--out", default=str(REPO / "docs" / "results.md"))
-    args = ap.parse_args(argv)
+    ap = argparse.ArgumentParser(prog="python bench/report.py", description=DESCRIPTION)
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     results = Path(args.results_dir)
     docs = []
     # Dated files (<name>-<date>-<commit>.json, from bench/suite.py): the newest of each name.

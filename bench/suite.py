@@ -34,6 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as harness  # noqa: E402  (bench/run.py: machine, commit, run_once, build checks)
 
 BENCH = Path(__file__).resolve().parent
+DESCRIPTION = (
+    "Run every workload of bench/suite.json in every variant, the variants interleaved, and "
+    "write bench/results/<name>-<date>-<commit>.json (bench/results/tmp/ with --scale quick). "
+    "Exit status: 0 success, 1 a run failed, 2 a usage or environment error."
+)
 VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
 # Modes measured against the baselines, on request (--variants): robust = robust mode's
 # default setting on the hand-adr source with its flushes compiled out; clobber and undo =
@@ -95,30 +100,71 @@ def size_args(meta: dict, scale: str) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default="all")
-    ap.add_argument("--only")
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of a suite run: this script's and `pmkit bench run`'s (one definition)."""
+    suites = list(json.loads((BENCH / "suite.json").read_text())["suites"])
+    ap.add_argument("--suite", default="all", metavar="S[,S...]",
+                    help=f"workload groups: all (the default) or {', '.join(suites)}, "
+                    "comma-separated")  # fmt: skip
+    ap.add_argument("--only", metavar="NAME", help="only this workload of the chosen groups")
+    ap.add_argument("--variants", default=",".join(VARIANTS), metavar="V[,V...]",
+                    help=f"builds to compare (default {','.join(VARIANTS)}; also "
+                    f"{', '.join(MODE_VARIANTS)})")  # fmt: skip
     ap.add_argument(
         "--name", choices=sorted(DESCRIPTIONS), default="suite",
-        help="what the results file is about (its name and report section)",
+        help="what the results file is about (its name and report section; default suite)",
     )  # fmt: skip
-    ap.add_argument("--threads", type=int_list, default=[1, 2])
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--scale", choices=["quick", "full"], default="full")
-    ap.add_argument("--seconds", type=float)
-    ap.add_argument("--build-dir", type=Path, default=BENCH.parent / "build")
-    ap.add_argument("--results-dir", type=Path, default=BENCH / "results")
-    args = ap.parse_args(argv)
+    ap.add_argument("--threads", type=int_list, default=[1, 2], metavar="N[,N...]",
+                    help="thread counts (default 1,2)")  # fmt: skip
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        metavar="N",
+        help="repetitions of every configuration, interleaved (default 5)",
+    )
+    ap.add_argument("--scale", choices=["quick", "full"], default="full",
+                    help="workload sizes: the papers' (full, the default) or small ones "
+                    "(quick; results go to bench/results/tmp/)")  # fmt: skip
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        metavar="S",
+        help="timed window of each run (default 1, 0.3 with --scale quick)",
+    )
+    ap.add_argument(
+        "--build-dir",
+        type=Path,
+        default=BENCH.parent / "build",
+        metavar="DIR",
+        help="the CMake build to take the benchmark binaries from (default build/)",
+    )
+    ap.add_argument(
+        "--results-dir",
+        type=Path,
+        default=BENCH / "results",
+        metavar="DIR",
+        help="where the results file goes (default bench/results/)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """A suite run with parsed options. Exit status: 0 success, 1 a run failed, 2 a usage or
+    environment error."""
     try:
         return run_suite(args)
     except harness.HarnessError as e:
-        print(f"suite.py: {e}", file=sys.stderr)
+        print(f"pmkit bench run: {e}", file=sys.stderr)
         return 2
     except harness.RunError as e:
-        print(f"suite.py: run failed: {e}", file=sys.stderr)
+        print(f"pmkit bench run: a run failed: {e}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/suite.py", description=DESCRIPTION)
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
 
 
 def run_one(b: Path, sizes: list[str], threads: int, seconds: float, templates: Path,

@@ -21,7 +21,7 @@ using namespace pms;
 namespace {
 
 const char *usage =
-    "usage: pmkit-sim [options] TRACE\n"
+    "usage: pmkit sim [options] TRACE\n"
     "  --model M[,M...]  models to compare, the first is the baseline\n"
     "                    (default scp,rcbsp,arp,arp+va,ideal; 'all' too)\n"
     "  --machine NAME    pcm (default: PCM at 533 MHz) or optane\n"
@@ -44,7 +44,7 @@ const char *usage =
     "  --list            list the models and machines and stop\n";
 
 [[noreturn]] void bad(const std::string &msg) {
-  fprintf(stderr, "pmkit-sim: %s\n", msg.c_str());
+  fprintf(stderr, "pmkit sim: %s\n", msg.c_str());
   exit(2);
 }
 

@@ -436,7 +436,7 @@ Stats Sim::run() {
     if (finished)
       break;
     if (next == NEVER)
-      throw std::logic_error("pmkit-sim: the machine stalled (a bug)");
+      throw std::logic_error("pmkit sim: the machine stalled (a bug)");
     now = next;
   }
   uint64_t end = lastDone, cycles = 0;
@@ -468,7 +468,7 @@ Stats simulate(const Program &P, const Model &M, const Machine &C,
                std::vector<Write> *log) {
   std::string bad = machineProblem(C);
   if (!bad.empty())
-    throw std::runtime_error("pmkit-sim: bad machine parameters: " + bad);
+    throw std::runtime_error("pmkit sim: bad machine parameters: " + bad);
   return Sim(P, M, C, log).run();
 }
 

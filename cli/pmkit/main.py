@@ -300,43 +300,53 @@ def run_tool(command: str, argv: list[str]) -> int:
 
 # ---- bench ------------------------------------------------------------------------------------
 
-BENCH_HELP = """usage: pmkit bench run [--suite ds|tx|lf|all] [--variants V,...] [--threads 1,2]
-                       [--repeat N] [--scale quick|full] [--seconds S] [--only NAME]
-                       [--name suite|robust]
-       pmkit bench report
-
-run: every workload of bench/suite.json in every variant, interleaved; writes
-     bench/results/<name>-<date>-<commit>.json (bench/results/tmp/ with --scale quick).
-     Variants: volatile, hand-adr, hand-eadr, pmdk (the default set), robust (robust
-     mode; measure it with --name robust --variants hand-adr,robust).
-report: regenerate docs/results.md and docs/figures/ from bench/results/*.json.
-"""
+BENCH_ACTIONS = {
+    "run": ("suite", "run the workload suite, every variant interleaved; write a results file"),
+    "report": ("report", "regenerate docs/results.md and docs/figures/ from bench/results/*.json"),
+}
 
 
-def run_bench(argv: list[str]) -> int:
-    """`pmkit bench`: the harness scripts in the source tree do the work."""
-    import os
+def bench_script(name: str):
+    """bench/<name>.py of the source tree, imported; None where pmkit runs from an install
+    (bench/ is not installed). Its add_arguments and run are `pmkit bench`'s."""
+    import importlib.util
     from pathlib import Path
 
-    if not argv or argv[0] in ("-h", "--help"):
-        print(BENCH_HELP, end="")
-        return EXIT_OK if argv else EXIT_USAGE
-    scripts = {"run": "suite.py", "report": "report.py"}
-    if argv[0] not in scripts:
-        print(f"pmkit: error: unknown bench action '{argv[0]}' (run or report)", file=sys.stderr)
-        return EXIT_USAGE
-    script = Path(__file__).resolve().parents[2] / "bench" / scripts[argv[0]]
-    if not script.exists():
-        raise paths.EnvError("pmkit bench needs the pmkit source tree (bench/ is not installed)")
-    sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, str(script), *argv[1:]])
-    return EXIT_USAGE  # not reached
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"pmkit_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # (its dataclasses look themselves up there)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def add_bench(sub) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="run the workload suite or regenerate docs/results.md",
+        description="The benchmark harness of the source tree (bench/).",
+    )
+    bsub = bench.add_subparsers(dest="bench_command", metavar="ACTION", parser_class=Parser)
+    for action, (script, text) in BENCH_ACTIONS.items():
+        mod = bench_script(script)
+        p = bsub.add_parser(action, help=text, description=mod.DESCRIPTION if mod else text)
+        if mod is None:
+            p.set_defaults(func=_bench_not_installed)
+            continue
+        mod.add_arguments(p)
+        p.set_defaults(func=mod.run)
+
+
+def _bench_not_installed(args) -> int:
+    raise paths.EnvError("pmkit bench needs the pmkit source tree (bench/ is not installed)")
 
 
 # ---- the table -------------------------------------------------------------------------------
 
 
-def build_parser() -> Parser:
+def build_parser(with_bench: bool = True) -> Parser:
     ap = Parser(prog="pmkit", description="Crash consistency for persistent memory.")
     ap.add_argument("--version", action="version", version=f"pmkit {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -349,9 +359,10 @@ def build_parser() -> Parser:
     sub.add_parser(
         "sim", help="simulate a trace under persistency models: SCP, RCBSP, ARP (sim --help)"
     )
-    sub.add_parser(
-        "bench", help="run the workload suite or regenerate docs/results.md (bench --help)"
-    )
+    if with_bench:
+        add_bench(sub)
+    else:  # (importing the harness takes a second: only for bench itself, or the full tree)
+        sub.add_parser("bench", help="run the workload suite or regenerate docs/results.md")
     sub.add_parser(
         "wpp", help="build, run and power-fail whole-process-persistent programs (wpp --help)"
     )
@@ -416,17 +427,17 @@ def main(argv: list[str] | None = None) -> int:
             return cc.run(argv[1:], cxx=argv[0] == "c++")
         if argv and argv[0] in TOOLS:
             return run_tool(argv[0], argv[1:])
-        if argv and argv[0] == "bench":
-            return run_bench(argv[1:])
         if argv and argv[0] == "wpp":
             from pmkit import wpp
 
             return wpp.run(argv[1:])
-        ap = build_parser()
+        ap = build_parser(with_bench=bool(argv) and argv[0] == "bench")
         args = ap.parse_args(argv)
         if not getattr(args, "func", None):
             if args.command == "pool":
                 ap.error("pool needs an action: create, info, check or gc")
+            if args.command == "bench":
+                ap.error("bench needs an action: run or report")
             ap.print_help()
             return EXIT_USAGE
         return args.func(args)

@@ -17,9 +17,16 @@ pytestmark = pytest.mark.skipif(
 
 def test_usage(run):
     r = run("bench")
-    assert r.returncode == 2 and "pmkit bench run" in r.stdout
+    assert r.returncode == 2 and "bench needs an action: run or report" in r.stderr
     r = run("bench", "frobnicate")
-    assert r.returncode == 2 and "unknown bench action" in r.stderr
+    assert r.returncode == 2 and "invalid choice: 'frobnicate'" in r.stderr
+    # the help is the harness's own options, under the name the user typed
+    r = run("bench", "run", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: pmkit bench run ")
+    suites = json.loads((ROOT / "bench" / "suite.json").read_text())["suites"]
+    assert all(s in r.stdout for s in suites) and "--seconds S" in r.stdout
+    r = run("bench", "report", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: pmkit bench report ")
     r = run("bench", "run", "--variants", "volatile,quantum")
     assert r.returncode == 2 and "unknown variant quantum" in r.stderr
     r = run("bench", "run", "--suite", "nosuch")
