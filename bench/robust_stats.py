@@ -91,7 +91,8 @@ def main() -> int:
     names = [n for ws in suites.values() for n in ws]
     started = datetime.datetime.now(datetime.UTC)
     runs = []
-    for i, name in enumerate(names, 1):
+    bar = harness.Progress(len(names), "robust-analysis")
+    for name in names:
         d = build / "bench" / name
         bc = d / "robust" / "linked.bc"
         for f in (bc, d / f"bench_{name}-robust", d / f"bench_{name}-hand-adr"):
@@ -134,7 +135,7 @@ def main() -> int:
         }
         runs.append(run)
         ms = max(v["analysis_seconds"] for v in settings.values()) * 1e3
-        harness.progress(i, len(names), f"{name}: analysis at most {ms:.1f} ms")
+        bar.step(f"{name}: analysis at most {ms:.1f} ms")
     doc = {
         "schema": 2,
         "benchmark": "robust-analysis",

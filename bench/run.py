@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -265,9 +266,33 @@ def git_commit() -> dict:
 # ---- the run --------------------------------------------------------------------------------
 
 
-def progress(done: int, total: int, text: str) -> None:
-    width = len(str(total))
-    print(f"[{done:{width}d}/{total}] {text}", file=sys.stderr, flush=True)
+class Progress:
+    """The steps of a long run on stderr, with tqdm's time elapsed and time left: a bar on a
+    terminal, a line per step otherwise (a log keeps every result)."""
+
+    def __init__(self, total: int, what: str = "") -> None:
+        from tqdm import tqdm
+
+        self.tqdm, self.total, self.done, self.t0 = tqdm, total, 0, time.monotonic()
+        self.bar = (
+            tqdm(total=total, desc=what or None, file=sys.stderr, dynamic_ncols=True)
+            if sys.stderr.isatty()
+            else None
+        )
+
+    def step(self, text: str) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(text, refresh=False)
+            self.bar.update(1)
+            if self.done >= self.total:
+                self.bar.close()
+            return
+        head = self.tqdm.format_meter(
+            self.done, self.total, time.monotonic() - self.t0,
+            bar_format="[{n_fmt}/{total_fmt} {elapsed}<{remaining}]",
+        )  # fmt: skip
+        print(f"{head} {text}", file=sys.stderr, flush=True)
 
 
 def check_build(files: list[Path], built: dict, build_dir: Path) -> None:
@@ -318,6 +343,7 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     metric = meta["metric"]["field"]
     reps, seconds = params["repetitions"], params["seconds"]
     total = reps * len(configs) * len(variants)
+    bar = Progress(total, name)
     if "timeout" in meta:
         timeout = float(meta["timeout"])
     elif seconds is not None:
@@ -371,9 +397,7 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                 runs.append(record)
                 done += 1
                 shown = " ".join(f"{k}={v}" for k, v in config.items())
-                progress(
-                    done,
-                    total,
+                bar.step(
                     f"rep {rep + 1}/{reps} {shown} {variant['name']}: "
                     f"{result[metric]:.4g} {meta['metric'].get('unit', '')}",
                 )

@@ -221,8 +221,9 @@ def run_suite(args: argparse.Namespace) -> int:
     env = harness.base_env()
     configs = [(s, n, t) for s, n in chosen for t in args.threads]
     total = args.repeat * sum(len(args.threads) * len(per[n]) for _, n in chosen)
+    bar = harness.Progress(total, args.name)
     print(
-        f"suite.py: {len(chosen)} workload(s) x {len(args.threads)} thread count(s) x "
+        f"pmkit bench run: {len(chosen)} workload(s) x {len(args.threads)} thread count(s) x "
         f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
         file=sys.stderr,
     )
@@ -246,8 +247,7 @@ def run_suite(args: argparse.Namespace) -> int:
                             binaries[name, v], size_args(metas[name], args.scale), threads,
                             seconds, templates, env, loads,
                         )  # fmt: skip
-                        harness.progress(
-                            len(runs) + 1, total,
+                        bar.step(
                             f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
                             f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
                         )  # fmt: skip
@@ -299,7 +299,7 @@ def run_suite(args: argparse.Namespace) -> int:
     stamp = started.strftime("%Y%m%d-%H%M%S")
     out = out_dir / f"{args.name}-{stamp}-{commit.get('sha', 'unknown')[:12]}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"suite.py: wrote {out}", file=sys.stderr)
+    print(f"pmkit bench run: wrote {out}", file=sys.stderr)
     return 0
 
 

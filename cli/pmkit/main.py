@@ -343,29 +343,105 @@ def _bench_not_installed(args) -> int:
     raise paths.EnvError("pmkit bench needs the pmkit source tree (bench/ is not installed)")
 
 
+# ---- commands parsed elsewhere -----------------------------------------------------------------
+
+_OPTION = re.compile(
+    r"^(\s{2,})(-[-\w+]+)(?:[ =]([A-Z][\w=,.\[\]{}:'-]*))?(?:\s*/\s*(--[\w-]+))?"
+    r"(?:\s{2,}(\S.*))?$"
+)
+
+
+def help_arguments(p: argparse.ArgumentParser, text: str) -> None:
+    """Declare in p the options a command's own --help text lists: `  --opt ARG   what it
+    does`, continued on lines indented deeper, in groups headed by an unindented line ending
+    in ':'. The tree's entry for a command that is parsed elsewhere (by the C++ explorer and
+    simulator, by cc.py around clang's arguments), so that help, man pages and completion come
+    from the one text the command prints."""
+    paras = text.strip().split("\n\n")
+    body = [q for q in paras if not q.startswith("usage:")]
+    intro = [q for q in body if not any(_OPTION.match(ln) for ln in q.splitlines())]
+    p.description = " ".join(" ".join(q.split()) for q in intro[:1])
+    group, seen, last = p, set(), None
+    for line in text.splitlines():
+        m = _OPTION.match(line)
+        if line and not line[0].isspace() and line.rstrip().endswith(":") and not m:
+            group = p.add_argument_group(line.rstrip()[:-1])
+            last = None
+        elif m:
+            indent, opt, metavar, alt, what = m.groups()
+            names = [n for n in (opt, alt) if n and n not in seen and n not in ("-h", "--help")]
+            if not names:
+                last = None
+                continue
+            seen.update(names)
+            kw = {"metavar": metavar, "default": argparse.SUPPRESS} if metavar else {}
+            action = group.add_argument(
+                *names, help=what or "", **(kw or {"action": "store_true", "default": False})
+            )
+            last = (len(indent), action)
+        elif last and line.strip() and len(line) - len(line.lstrip()) > last[0]:
+            last[1].help = f"{last[1].help} {line.strip()}".strip()
+        else:
+            last = None
+
+
+def add_parsed_elsewhere(sub) -> None:
+    """cc, c++, explore and sim in the full tree (man pages, completion): their options as
+    their own --help lists them. Dispatch never goes through these entries."""
+    import subprocess
+
+    for name in ("cc", "c++"):
+        c = sub.add_parser(name, help=f"compile with clang-16 and pmkit (as {name})")
+        help_arguments(c, cc.HELP.format(modes=", ".join(m for m, d in cc.MODES.items() if d)))
+        c.add_argument("args", nargs=argparse.REMAINDER, help="clang's arguments")
+    what = {
+        "explore": "trace a program and check every crash image a persistency model " "allows",
+        "sim": "simulate a trace under persistency models: SCP, RCBSP, ARP",
+    }
+    p = paths.find()
+    for name, (attr, _) in TOOLS.items():
+        t = sub.add_parser(name, help=what[name])
+        exe = getattr(p, attr, None)
+        if exe and exe.exists():
+            r = subprocess.run([str(exe), "--help"], capture_output=True, text=True)
+            help_arguments(t, r.stdout or r.stderr)
+        t.add_argument("args", nargs=argparse.REMAINDER, help="-- PROG ARGS..., or a trace")
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 
-def build_parser(with_bench: bool = True) -> Parser:
+def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
+    """The command tree. full: every command with every option, for man pages and completion
+    (it runs the explorer's and the simulator's --help); otherwise the commands that main()
+    hands to their own parsers are named only."""
     ap = Parser(prog="pmkit", description="Crash consistency for persistent memory.")
     ap.add_argument("--version", action="version", version=f"pmkit {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for name in ("cc", "c++"):
-        sub.add_parser(name, help=f"compile with clang-16 and pmkit ({name} --help for more)")
-    sub.add_parser(
-        "explore", help="trace a program and check every crash image (explore --help for more)"
-    )
-    sub.add_parser(
-        "sim", help="simulate a trace under persistency models: SCP, RCBSP, ARP (sim --help)"
-    )
+    if full:
+        add_parsed_elsewhere(sub)
+    else:
+        for name in ("cc", "c++"):
+            sub.add_parser(name, help=f"compile with clang-16 and pmkit ({name} --help for more)")
+        sub.add_parser(
+            "explore", help="trace a program and check every crash image (explore --help)"
+        )
+        sub.add_parser(
+            "sim", help="simulate a trace under persistency models: SCP, RCBSP, ARP (sim --help)"
+        )
     if with_bench:
         add_bench(sub)
     else:  # (importing the harness takes a second: only for bench itself, or the full tree)
         sub.add_parser("bench", help="run the workload suite or regenerate docs/results.md")
-    sub.add_parser(
-        "wpp", help="build, run and power-fail whole-process-persistent programs (wpp --help)"
+    from pmkit import wpp
+
+    w = sub.add_parser(
+        "wpp",
+        help="build, run and power-fail whole-process-persistent programs",
+        description=wpp.DESCRIPTION,
     )
+    wpp.add_arguments(w)
 
     pool = sub.add_parser("pool", help="create, inspect, check and collect pools")
     psub = pool.add_subparsers(dest="pool_command", metavar="ACTION", parser_class=Parser)

@@ -175,12 +175,27 @@ def cmd_info(args) -> int:
     return EXIT_OK
 
 
+DESCRIPTION = (
+    "Whole-process persistence: a static musl program whose whole state outlives a power "
+    "failure; the same command again resumes it where it stopped."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     from pmkit.main import Parser
 
-    ap = Parser(prog="pmkit wpp", description="whole-process persistence")
+    ap = Parser(prog="pmkit wpp", description=DESCRIPTION)
+    add_arguments(ap)
+    return ap
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """pmkit wpp's actions, in its own parser and in pmkit's command tree."""
+    from pmkit.main import Parser
+
     sub = ap.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
-    sub.add_parser("cc", help="build a program (musl-gcc arguments)")
+    c = sub.add_parser("cc", help="build a program (musl-gcc arguments)")
+    c.add_argument("args", nargs=argparse.REMAINDER, help="musl-gcc's arguments")
     r = sub.add_parser("run", help="run or resume a program")
     r.add_argument("--context", help=f"context directory (default {CONTEXT_ROOT}/<program>)")
     r.add_argument("--fresh", action="store_true", help="discard a saved context first")
@@ -191,9 +206,8 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the save")
     i = sub.add_parser("info", help="show a context's state")
     i.add_argument("target", help="program name or context directory")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help="machine-readable output")
     i.set_defaults(func=cmd_info)
-    return ap
 
 
 def run(argv: list[str]) -> int:

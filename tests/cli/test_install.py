@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,43 @@ def test_installed_layout(prefix):
         "lib/pmkit/pmkit-passes.so",
     ):
         assert (prefix / rel).exists(), rel
+
+
+def test_man_pages_and_completion(prefix):
+    """A man page per command of pmkit's command tree, every option of it in the page, and
+    bash completion that completes commands and options (the explorer's included), all
+    installed from the one tree."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    os.environ.setdefault("PMKIT_BUILD_DIR", str(ROOT / "build"))
+    import cli_docs
+    from pmkit.main import build_parser
+
+    man1 = prefix / "share" / "man" / "man1"
+    tree = list(cli_docs.commands(build_parser(full=True)))
+    assert len(tree) > 15
+    for p in tree:
+        page = (man1 / f"{p.prog.replace(' ', '-')}.1").read_text()
+        for a in p._actions:
+            for opt in set(a.option_strings) - {"-h", "--help"}:
+                assert opt.replace("-", "\\-") in page or opt in page, (p.prog, opt)
+        assert '.SH "EXIT STATUS"' in page
+    explore = (man1 / "pmkit-explore.1").read_text()
+    assert "robustness" in explore and "require" in explore
+    comp = prefix / "share" / "bash-completion" / "completions" / "pmkit"
+    assert subprocess.run(["bash", "-n", str(comp)]).returncode == 0
+
+    def complete(*words: str) -> list[str]:
+        script = (
+            f"source {comp}; COMP_WORDS=({' '.join(words)}); "
+            f"COMP_CWORD={len(words) - 1}; _shtab_pmkit; echo \"${{COMPREPLY[@]}}\""
+        )
+        r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        return r.stdout.split()
+
+    assert complete("pmkit", "po") == ["pool"]
+    assert complete("pmkit", "explore", "--rob") == ["--robustness"]
+    assert "--budget" in complete("pmkit", "explore", "--")
+    assert (prefix / "share" / "zsh" / "vendor-completions" / "_pmkit").exists()
 
 
 def test_find_package(prefix, tmp_path):
@@ -242,7 +280,9 @@ def test_debian_package(tmp_path):
     subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
     usr = root / "usr"
     for rel in ("bin/pmkit", "lib/pmkit/pmkit-passes.so", "lib/cmake/pmkit/pmkitConfig.cmake",
-                "share/pmkit/pmkit-paths.json", "share/pmkit/python/pmkit/main.py"):  # fmt: skip
+                "share/pmkit/pmkit-paths.json", "share/pmkit/python/pmkit/main.py",
+                "share/man/man1/pmkit-explore.1",
+                "share/bash-completion/completions/pmkit"):  # fmt: skip
         assert (usr / rel).exists(), rel
     (tmp_path / "c.c").write_text(USER_PM)
     r = _installed(usr, "cc", "--mode=robust", "--pmkit-dry-run", "c.c", cwd=tmp_path)
