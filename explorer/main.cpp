@@ -9,6 +9,7 @@
 
 #include "explorer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -84,7 +85,9 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string &why) {
-  fprintf(stderr, "pmkit explore: %s\n%s", why.c_str(), Usage);
+  fprintf(stderr,
+          "pmkit explore: %s (pmkit explore --help lists the options)\n",
+          why.c_str());
   exit(2);
 }
 
@@ -143,12 +146,23 @@ Args parse(int argc, char **argv) {
     std::string val;
     size_t eq = a.find('=');
     std::string key = a.substr(0, eq);
+    static const char *const valued[] = {
+        "--model",      "--points",     "--budget",   "--per-point",
+        "--stop-after", "--seed",       "--jobs",     "--mark",
+        "--check",      "--check-lib",  "--timeout",  "--run-timeout",
+        "--trace",      "--keep-trace", "--save-dir", "--max-reports",
+        "--json",       "--image"};
+    if (std::find(std::begin(valued), std::end(valued), key) ==
+        std::end(valued))
+      usage("unknown option " + key);
     if (eq != std::string::npos)
       val = a.substr(eq + 1);
-    else if (i + 1 < argc)
+    else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
       val = argv[++i];
     else
-      usage(a + " needs a value");
+      usage(
+          key + " needs a value" +
+          (i + 1 < argc ? std::string(", not the option ") + argv[i + 1] : ""));
     const char *v = val.c_str();
     if (key == "--model")
       A.O.model = val;
@@ -158,9 +172,13 @@ Args parse(int argc, char **argv) {
       A.O.budget = number(key, v);
       if (!A.O.budget)
         usage("--budget 0 would check no image: give at least 1");
-    } else if (key == "--per-point")
-      A.O.perPoint = std::max<uint64_t>(2, number(key, v));
-    else if (key == "--stop-after") {
+    } else if (key == "--per-point") {
+      A.O.perPoint = number(key, v);
+      if (A.O.perPoint == 0)
+        usage("--per-point 0 would check no image of any crash point: give at "
+              "least 1");
+      A.O.perPoint = std::max<uint64_t>(2, A.O.perPoint);
+    } else if (key == "--stop-after") {
       A.O.stopAfter = number(key, v);
       if (!A.O.stopAfter)
         usage("--stop-after needs at least 1 failing image");
@@ -576,6 +594,14 @@ int main(int argc, char **argv) {
       usage("give exactly one of --check and --check-lib");
     if (A.prog.empty() == A.trace.empty())
       usage("give a program after -- or a --trace file (not both)");
+    // The image reaches the command only through {pool}: without it every check
+    // would run on something else, and pass or fail whatever the images hold.
+    if (!A.O.checker.command.empty() &&
+        A.O.checker.command.find("{pool") == std::string::npos)
+      usage("--check '" + A.O.checker.command +
+            "' has no {pool}: it would never see a crash image; write {pool} "
+            "where the "
+            "image's path goes ({pool:N} for pool N)");
     makeModel(A.O.model); // an unknown model fails before any work
     if (!A.O.checker.lib.empty()) {
       if (access(A.O.checker.lib.c_str(), R_OK))

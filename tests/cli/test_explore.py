@@ -87,7 +87,7 @@ def test_foreign_traces(run, tmp_path, content, words):
 
 
 def test_unknown_model_and_points(run, shm):
-    r = explore(run, "--model", "arm", "--check", "true", "--", "true")
+    r = explore(run, "--model", "arm", "--check", "true {pool}", "--", "true")
     assert r.returncode == 2 and "unknown model 'arm'" in r.stderr
     pool = fresh_pool(shm)
     r = explore(
@@ -95,6 +95,24 @@ def test_unknown_model_and_points(run, shm):
         "--", str(KV_TRACED), "run", str(pool), *OPS,
     )  # fmt: skip
     assert r.returncode == 2 and "unknown --points" in r.stderr
+
+
+def test_a_check_that_cannot_see_the_image_is_refused(run, shm):
+    """A --check command without {pool} never sees a crash image: it passed (or failed) on
+    whatever else it read, and a program without any mode came out "ok (exhaustive)". It is
+    a usage error now, in one line, before anything runs; so are an unknown option and an
+    option whose value is missing."""
+    pool = fresh_pool(shm)
+    r = explore(run, "--check", "true", "--", str(KV_TRACED), "run", str(pool), *OPS)
+    assert r.returncode == 2 and "has no {pool}" in r.stderr, r.stderr
+    for args, words in (
+        (["--frob"], "unknown option --frob"),
+        (["--mark", "--check", "x {pool}"], "--mark needs a value, not the option --check"),
+        (["--per-point", "0", "--check", "x {pool}"], "--per-point 0 would check no image"),
+    ):
+        r = explore(run, *args, "--", "true")
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+        assert len(r.stderr.splitlines()) == 1, r.stderr
 
 
 def test_checker_that_cannot_start(run, shm):
