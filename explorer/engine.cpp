@@ -725,6 +725,11 @@ std::vector<CrashPoint> Engine::crashPoints() {
         take = e.writes() || e.kind == PMKIT_EV_FENCE;
       else if (pts == "marks")
         take = e.kind == PMKIT_EV_MARK_BEGIN || e.kind == PMKIT_EV_MARK_END;
+      // The end of each marked operation is a point too: an operation with no
+      // fence of its own had none, and its writes, lost together, were never
+      // crashed (a program with no mode came out clean under --mark).
+      if (scoped && e.kind == PMKIT_EV_MARK_END && e.arg == markId)
+        take = true;
       // A point with no write since the previous one is redundant: lower
       // bounds only rise, so its images are among that point's.
       if (take && !wrote && !out.empty())

@@ -462,3 +462,49 @@ def test_zeros_written_over_zeros_are_not_images(run, shm, tmp_path):
         out[name] = (r.returncode, doc["result"], doc["coverage"]["exhaustive"] or name)
     # (redo's unflushed zeros are 8192 words a crash may keep or lose: sampled, and caught)
     assert out == {"fresh": (0, "ok", True), "redo": (1, "failed", "redo")}, out
+
+
+COUNTED = r"""#include <pmkit/pmkit.h>
+#include <stdio.h>
+#include <string.h>
+struct root { long n; char pad[56]; long item[64]; };
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  struct root *r;
+  int run = !strcmp(argv[1], "run");
+  if ((run ? pmkit_pool_create(argv[2], 2 << 20, NULL, &p)
+           : pmkit_pool_open(argv[2], NULL, &p)) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 2;
+  if (!run) {
+    for (long i = 0; i < r->n; i++)
+      if (r->item[i] != i + 1)
+        return printf("item %ld is counted but not written\n", i), 1;
+    return 0;
+  }
+  for (long i = 0; i < 4; i++) {
+    pmkit_mark_begin("op");
+    if (i == 0)
+      pmkit_persist(r, 8); /* a fence in the first operation only */
+    r->item[r->n] = r->n + 1;
+    r->n++;
+    pmkit_mark_end("op");
+  }
+  return 0;
+}
+"""
+
+
+def test_mark_crashes_each_operation_at_its_end(run, shm, tmp_path):
+    """Under --mark, the end of each marked operation is a crash point. Before, the points
+    were only the fences inside marked operations (and the run's end when there were none):
+    a program whose first operation fenced and whose others did not had its later operations
+    never crashed, and with no mode at all it came out clean."""
+    src, exe = tmp_path / "counted.c", tmp_path / "counted"
+    src.write_text(COUNTED)
+    r = run("cc", "--trace", "-O1", str(src), "-o", str(exe))
+    assert r.returncode == 0, r.stderr
+    pool = shm / "counted.pool"
+    pool.unlink(missing_ok=True)
+    r = explore(run, "--mark", "op", "--check", f"{exe} check {{pool}}", "--", str(exe),
+                "run", str(pool))  # fmt: skip
+    assert r.returncode == 1 and "is counted but not written" in r.stdout, r.stdout
