@@ -211,9 +211,10 @@ def test_installed_robust_build_is_explored(moved, tmp_path):
 USER_MODES_CMAKE = """cmake_minimum_required(VERSION 3.20)
 project(user C)
 find_package(pmkit 0.1 REQUIRED)
-foreach(t robust_opt robust_traced plain_traced clobber_eadr whole)
+foreach(t robust_opt robust_traced plain_traced clobber_eadr whole ssapp_compiler)
   add_executable(${t} c.c)
 endforeach()
+pmkit_mode_target(ssapp_compiler MODE ssapp SETTING compiler)
 pmkit_mode_target(robust_opt MODE robust SETTING opt)
 pmkit_mode_target(robust_traced MODE robust TRACE)
 pmkit_trace_target(plain_traced)
@@ -241,7 +242,8 @@ def test_cmake_mode_targets(moved, tmp_path):
     )
     assert bld.returncode == 0, bld.stdout[-3000:] + bld.stderr
     for flags in ("--mode=robust --robust-setting=opt", "--mode=robust --whole-program",
-                  "--mode=clobber --clobber-domain=eadr", "--mode=robust --trace"):  # fmt: skip
+                  "--mode=clobber --clobber-domain=eadr", "--mode=robust --trace",
+                  "--mode=ssapp --ssapp-fence=compiler"):  # fmt: skip
         assert f"pmkit cc {flags} --as-launcher" in bld.stdout, flags
     verdicts = {}
     for name in ("robust_traced", "plain_traced"):
@@ -254,13 +256,21 @@ def test_cmake_mode_targets(moved, tmp_path):
         rep = json.loads((tmp_path / f"{name}.json").read_text())
         verdicts[name] = (r.returncode, rep["result"])
     assert verdicts == {"robust_traced": (0, "ok"), "plain_traced": (1, "failed")}, verdicts
-    (tmp_path / "CMakeLists.txt").write_text(
-        USER_MODES_CMAKE + "pmkit_mode_target(plain_traced MODE robust SETTING fast)\n"
-    )
-    cfg = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b2"),
-                          f"-DCMAKE_PREFIX_PATH={moved}"], capture_output=True, text=True,
-                         env=env)  # fmt: skip
-    assert cfg.returncode != 0 and "fast" in cfg.stderr, cfg.stderr
+    # a wrong setting or option stops the configure, naming it: pmkit's own options and
+    # clang's (a dry run let `--ssapp-setting=compiler` and `--frob` through to the build)
+    for k, (line, named) in enumerate((
+        ("MODE robust SETTING fast", "fast"),
+        ("MODE ssapp SETTING sometimes", "sometimes"),
+        ("MODE clobber OPTIONS --frob", "--frob"),
+    )):  # fmt: skip
+        (tmp_path / "CMakeLists.txt").write_text(
+            USER_MODES_CMAKE + f"pmkit_mode_target(plain_traced {line})\n"
+        )
+        cfg = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / f"b{k + 2}"),
+                              f"-DCMAKE_PREFIX_PATH={moved}"], capture_output=True, text=True,
+                             env=env)  # fmt: skip
+        assert cfg.returncode != 0 and named in cfg.stderr, (line, cfg.stderr)
+        assert ";" not in cfg.stderr.split("pmkit_mode_target(plain_traced)")[-1].split(":")[0]
 
 
 @pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="dpkg-deb not installed")
