@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +130,29 @@ static void discard(const char *ctx) {
   close(d0); /* and the lock with it */
 }
 
+/* Whether exe has the WPP runtime linked in: it reads the context's path from
+ * this variable (runtime/wpp/wpp.c), and a program that does not runs with no
+ * persistence at all while `pmkit wpp run` looks as if it worked. */
+static int has_wpp_runtime(const char *exe) {
+  static const char mark[] = "PMKIT_WPP_CONTEXT";
+  int fd = open(exe, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 1; /* execv names the problem */
+  struct stat st;
+  int found = 0;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      found = memmem(m, (size_t)st.st_size, mark, sizeof(mark) - 1) != NULL;
+      munmap(m, (size_t)st.st_size);
+    } else {
+      found = 1; /* cannot tell: let it run */
+    }
+  }
+  close(fd);
+  return found;
+}
+
 static int cmd_run(int argc, char **argv) {
   const char *context = NULL;
   int fresh = 0, i = 0;
@@ -169,6 +193,12 @@ static int cmd_run(int argc, char **argv) {
         (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, ctx) >= sizeof(abs))
       fail("%s: cannot make the path absolute", ctx);
   }
+  /* A first start only: a saved context means the program did run under WPP
+   * (and the restart path stays as short as it was). */
+  if (!exists(abs, "wpp.ctx") && !has_wpp_runtime(exe))
+    fail("%s has no WPP runtime (build it with pmkit wpp cc): it would run "
+         "with nothing persistent",
+         argv[i]);
   setenv("PMKIT_WPP_CONTEXT", abs, 1);
   fflush(stdout);
   execv(exe, argv + i);
@@ -247,7 +277,10 @@ static int cmd_kill(int argc, char **argv) {
     snprintf(ctx, sizeof(ctx), "%s", context);
   } else if (!target) {
     fail("name the program or give --context DIR");
-  } else if (exists(target, "wpp.ctx") || exists(target, "pid")) {
+  } else if (strchr(target, '/') || exists(target, "wpp.ctx") ||
+             exists(target, "pid")) {
+    /* a path names the folder itself, context or not: the message about it
+     * must name it, not a default folder of its last component */
     snprintf(ctx, sizeof(ctx), "%s", target);
   } else {
     default_context(ctx, sizeof(ctx), target);

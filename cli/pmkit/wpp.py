@@ -125,7 +125,10 @@ def _context_of(target: str | None, ctx: str | None) -> Path:
     if not target:
         raise UsageError("name the program or give --context DIR")
     p = Path(target)
-    return p if (p / "wpp.ctx").exists() or (p / "pid").exists() else default_context(target)
+    # a path names the folder itself (a message about it names it), a bare word a program
+    if "/" in target or (p / "wpp.ctx").exists() or (p / "pid").exists():
+        return p
+    return default_context(target)
 
 
 def _launch(argv: list[str]) -> int:

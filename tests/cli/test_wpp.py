@@ -333,6 +333,25 @@ def test_cc_finds_pmkit_headers_after_the_programs(work):
     assert r.returncode == 0, r.stderr
 
 
+def test_run_refuses_a_program_without_the_runtime(work):
+    """`pmkit wpp run` of an ordinary build ran it with nothing persistent and exited 0, as if
+    it had worked; a path given to kill or info was answered about a default folder of its
+    last component. Now the first is refused and the others name the path given."""
+    plain = work / "plain"
+    (work / "plain.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", str(work / "plain.c"), "-o", str(plain)], check=True)
+    ctx = work / "plain-ctx"
+    r = subprocess.run(g.pmkit("wpp", "run", "--context", str(ctx), "--", str(plain)),
+                       capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 2 and "has no WPP runtime" in r.stderr, r.stderr
+    assert not (ctx / "wpp.ctx").exists()
+    empty = work / "empty-ctx"
+    empty.mkdir()
+    for action in ("kill", "info"):
+        r = subprocess.run(g.pmkit("wpp", action, str(empty)), capture_output=True, text=True)
+        assert r.returncode == 2 and str(empty) in r.stderr, r.stderr
+
+
 def test_fork_and_exec_fail_loudly(work):
     exe = _build_c(
         work,
