@@ -62,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         pages += 1
     comp = args.out / "completion"
     comp.mkdir(parents=True, exist_ok=True)
-    (comp / "pmkit.bash").write_text(shtab.complete(tree, shell="bash"))
+    # where the tree offers nothing, bash's own file-name completion (-o default)
+    bash = shtab.complete(tree, shell="bash").replace(
+        "complete -o filenames -F", "complete -o default -o filenames -F"
+    )
+    assert "-o default" in bash, "shtab's bash script changed: file names are no fallback"
+    (comp / "pmkit.bash").write_text(bash)
     (comp / "_pmkit").write_text(shtab.complete(tree, shell="zsh"))
     print(f"cli_docs: {pages} man pages and bash/zsh completion in {args.out}")
     return 0

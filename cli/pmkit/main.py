@@ -34,7 +34,10 @@ def parse_size(text: str) -> int:
     if not m:
         raise argparse.ArgumentTypeError(f"bad size '{text}' (e.g. 64M, 1G, 4096)")
     mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
-    return int(m.group(1)) * mult
+    n = int(m.group(1)) * mult
+    if n >= 1 << 63:  # (a size_t would wrap: 2^64 + 8M made an 8 MiB pool)
+        raise argparse.ArgumentTypeError(f"size '{text}' is too large (the limit is 64T)")
+    return n
 
 
 def is_utf8(text: str) -> bool:
@@ -325,8 +328,9 @@ def bench_script(name: str):
 def add_bench(sub) -> None:
     bench = sub.add_parser(
         "bench",
-        help="run the workload suite or regenerate docs/results.md",
-        description="The benchmark harness of the source tree (bench/).",
+        help="run the workload suite or regenerate docs/results.md (in a source checkout)",
+        description="The benchmark harness of the source tree (bench/); an installed pmkit "
+        "has no bench/, and says so.",
     )
     bsub = bench.add_subparsers(dest="bench_command", metavar="ACTION", parser_class=Parser)
     for action, (script, text) in BENCH_ACTIONS.items():
@@ -344,6 +348,17 @@ def _bench_not_installed(args) -> int:
 
 
 # ---- commands parsed elsewhere -----------------------------------------------------------------
+
+# What shell completion offers for an argument (shtab's convention, read by scripts/cli_docs.py;
+# spelled out here because the installed command runs without shtab).
+COMPLETE_FILE = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
+COMPLETE_DIR = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/", "tcsh": "d"}
+
+
+def completes(action: argparse.Action, what: dict) -> argparse.Action:
+    action.complete = what  # type: ignore[attr-defined]
+    return action
+
 
 _OPTION = re.compile(
     r"^(\s{2,})(-[-\w+]+)(?:[ =]([A-Z][\w=,.\[\]{}:'-]*))?(?:\s*/\s*(--[\w-]+))?"
@@ -378,6 +393,10 @@ def help_arguments(p: argparse.ArgumentParser, text: str) -> None:
             action = group.add_argument(
                 *names, help=what or "", **(kw or {"action": "store_true", "default": False})
             )
+            if metavar in ("FILE", "F", "LIB", "IMAGE"):
+                completes(action, COMPLETE_FILE)
+            elif metavar == "DIR":
+                completes(action, COMPLETE_DIR)
             last = (len(indent), action)
         elif last and line.strip() and len(line) - len(line.lstrip()) > last[0]:
             last[1].help = f"{last[1].help} {line.strip()}".strip()
@@ -393,7 +412,8 @@ def add_parsed_elsewhere(sub) -> None:
     for name in ("cc", "c++"):
         c = sub.add_parser(name, help=f"compile with clang-16 and pmkit (as {name})")
         help_arguments(c, cc.HELP.format(modes=", ".join(m for m, d in cc.MODES.items() if d)))
-        c.add_argument("args", nargs=argparse.REMAINDER, help="clang's arguments")
+        completes(c.add_argument("args", nargs=argparse.REMAINDER, help="clang's arguments"),
+                  COMPLETE_FILE)  # fmt: skip
     what = {
         "explore": "trace a program and check every crash image a persistency model " "allows",
         "sim": "simulate a trace under persistency models: SCP, RCBSP, ARP",
@@ -405,7 +425,8 @@ def add_parsed_elsewhere(sub) -> None:
         if exe and exe.exists():
             r = subprocess.run([str(exe), "--help"], capture_output=True, text=True)
             help_arguments(t, r.stdout or r.stderr)
-        t.add_argument("args", nargs=argparse.REMAINDER, help="-- PROG ARGS..., or a trace")
+        completes(t.add_argument("args", nargs=argparse.REMAINDER,
+                                 help="-- PROG ARGS..., or a trace"), COMPLETE_FILE)  # fmt: skip
 
 
 # ---- the table -------------------------------------------------------------------------------
@@ -433,7 +454,10 @@ def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
     if with_bench:
         add_bench(sub)
     else:  # (importing the harness takes a second: only for bench itself, or the full tree)
-        sub.add_parser("bench", help="run the workload suite or regenerate docs/results.md")
+        sub.add_parser(
+            "bench",
+            help="run the workload suite or regenerate docs/results.md (in a source checkout)",
+        )
     from pmkit import wpp
 
     w = sub.add_parser(
@@ -446,13 +470,13 @@ def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
     pool = sub.add_parser("pool", help="create, inspect, check and collect pools")
     psub = pool.add_subparsers(dest="pool_command", metavar="ACTION", parser_class=Parser)
     pc = psub.add_parser("create", help="create a pool file")
-    pc.add_argument("path")
+    completes(pc.add_argument("path"), COMPLETE_FILE)
     pc.add_argument("--size", type=parse_size, default=64 << 20, help="bytes (default 64M)")
     pc.add_argument("--layout", type=utf8_text, help="layout name programs will expect")
     pc.add_argument("--base", type=parse_addr, help="fixed mapping address (default: pick one)")
     pc.set_defaults(func=cmd_pool_create)
     pi = psub.add_parser("info", help="show a pool's header and heap statistics")
-    pi.add_argument("path")
+    completes(pi.add_argument("path"), COMPLETE_FILE)
     pi.add_argument("--json", action="store_true", help="machine-readable output")
     pi.set_defaults(func=cmd_pool_info)
     pk = psub.add_parser(
@@ -463,7 +487,7 @@ def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
         "copying the pool to a backup; a repair refuses, changing nothing, when the root "
         "itself cannot be trusted.",
     )
-    pk.add_argument("path")
+    completes(pk.add_argument("path"), COMPLETE_FILE)
     pk.add_argument("--repair", action="store_true", help="rebuild the allocator metadata")
     pk.add_argument(
         "--dry-run", action="store_true", help="with --repair: show the changes, write nothing"
@@ -476,7 +500,7 @@ def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
     )
     pk.set_defaults(func=cmd_pool_check)
     pg = psub.add_parser("gc", help="reclaim blocks unreachable from the root")
-    pg.add_argument("path")
+    completes(pg.add_argument("path"), COMPLETE_FILE)
     pg.add_argument(
         "--offsets", action="store_true", help="also treat words holding pool offsets as pointers"
     )
@@ -485,7 +509,7 @@ def build_parser(with_bench: bool = True, full: bool = False) -> Parser:
     dm = sub.add_parser(
         "demo",
         help="carry one small program through the modes, each with the explorer's or a power "
-        "failure's verdict",
+        "failure's verdict (in a source checkout)",
     )
     dm.add_argument("--seed", type=int, default=1, help="seed of the power failures (default 1)")
     dm.add_argument("--keep", action="store_true", help="keep the builds, pools and reports")

@@ -29,6 +29,7 @@ def test_help_and_version(run):
         (["pool"], "needs an action"),
         (["pool", "create"], "required"),
         (["pool", "create", "/dev/shm/x", "--size", "lots"], "bad size"),
+        (["pool", "create", "/dev/shm/x", "--size", str((1 << 64) + (8 << 20))], "too large"),
         (["cc", "--mode=bogus", "x.c"], "unknown mode"),
         (["cc", "--mode=wpp", "x.c"], "builds with 'pmkit wpp cc'"),
         (["cc", "--mode=arp", "--arp-lowering=tso", "x.c"], "unknown arp lowering"),

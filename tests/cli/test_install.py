@@ -90,6 +90,10 @@ def test_man_pages_and_completion(prefix):
     assert complete("pmkit", "po") == ["pool"]
     assert complete("pmkit", "explore", "--rob") == ["--robustness"]
     assert "--budget" in complete("pmkit", "explore", "--")
+    # file names where a file goes (a pool, a trace)
+    page = man1 / "pmkit-pool-info.1"
+    assert complete("pmkit", "pool", "info", str(page)[:-4]) == [str(page)]
+    assert complete("pmkit", "explore", "--trace", str(page)[:-4]) == [str(page)]
     assert (prefix / "share" / "zsh" / "vendor-completions" / "_pmkit").exists()
 
 
