@@ -22,7 +22,7 @@
 // RUN:   | %FileCheck %s --check-prefix=APART
 // APART: robustness: 0 of {{[0-9]+}} crash images {{.*}}threads ordered by happens-before
 // APART-NEXT: {{[1-9][0-9]*}} more keep a write of one thread while losing an earlier write of another
-// APART: result: no failure
+// APART: result: ok (exhaustive): every crash image
 // RUN: %not %explore --model x86-line --robustness --no-progress --save-dir %t.d/r \
 // RUN:   --check '%t check {pool}' -- %t reads %t.d/r.pool \
 // RUN:   | %FileCheck %s --check-prefix=READS
