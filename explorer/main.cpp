@@ -184,9 +184,13 @@ Args parse(int argc, char **argv) {
         usage("--stop-after needs at least 1 failing image");
     } else if (key == "--seed")
       A.O.seed = number(key, v);
-    else if (key == "--jobs")
-      A.O.jobs = (unsigned)std::max<uint64_t>(1, number(key, v));
-    else if (key == "--mark")
+    else if (key == "--jobs") {
+      uint64_t j = number(key, v);
+      if (j == 0 ||
+          j > 256) // each checker holds files and an image of every pool
+        usage("--jobs takes 1 to 256 checkers at once");
+      A.O.jobs = (unsigned)j;
+    } else if (key == "--mark")
       A.O.mark = val;
     else if (key == "--check")
       A.O.checker.command = val;

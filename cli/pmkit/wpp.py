@@ -230,8 +230,7 @@ def run(argv: list[str]) -> int:
             if getattr(args, "prog", None) and args.prog[0] == "--":
                 args.prog = args.prog[1:]
         if not getattr(args, "func", None):
-            ap.print_help()
-            return EXIT_USAGE
+            ap.error("wpp needs an action: cc, run, kill or info")
         return args.func(args)
     except UsageError as e:
         print(f"pmkit wpp: error: {e}", file=sys.stderr)
