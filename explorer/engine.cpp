@@ -1201,7 +1201,18 @@ void Engine::hbInit() {
   std::vector<uint32_t> spawn(nthr); // ... when a second thread first showed
   bool spawned = false;
   std::vector<uint8_t> started(nthr);
-  std::unordered_map<uint64_t, uint32_t> lastWrite; // word -> user write
+  // word -> its latest user writes, oldest first (at most 4)
+  std::unordered_map<uint64_t, std::vector<uint32_t>> lastWrites;
+  // Whether write w left, in word a, the bytes load l returned (bytes w did not
+  // write count as matching).
+  auto wroteWhatWasRead = [&](const Event &w, const Event &l, uint64_t a) {
+    uint64_t lo = std::max(a, l.addr), hi = std::min(a + 8, l.addr + l.size);
+    for (uint64_t b = lo; b < hi; b++)
+      if (b >= w.addr && b < w.addr + w.length() &&
+          w.byte(b - w.addr) != (uint8_t)(l.arg >> (8 * (b - l.addr))))
+        return false;
+    return true;
+  };
   auto join = [&](std::vector<uint32_t> &v, const uint32_t *w) {
     for (uint32_t k = 0; k < nthr; k++)
       v[k] = std::max(v[k], w[k]);
@@ -1226,12 +1237,32 @@ void Engine::hbInit() {
     if ((reads || user) && e.addr && len)
       for (uint64_t a = e.addr & ~7ull; a < e.addr + len; a += 8) {
         if (reads) {
-          auto it = lastWrite.find(a);
-          if (it != lastWrite.end() && thrOf[it->second] != t)
-            join(v, &vcs[vcAt[it->second]]);
+          auto it = lastWrites.find(a);
+          if (it != lastWrites.end()) {
+            // A plain store takes its place in the trace before it executes,
+            // so a load recorded after it may still have read what was there
+            // before (a thread stopped between the two): its value says which
+            // write it read. Taking the latest regardless made a reads-from
+            // that never happened, and a robustness violation with it
+            // (Concurrency Kit's hash set under load, the real-program tier).
+            // No match (a partial write): the latest, the stricter choice.
+            uint32_t from = it->second.back();
+            if (e.kind == PMKIT_EV_LOAD && e.size)
+              for (auto w = it->second.rbegin(); w != it->second.rend(); ++w)
+                if (wroteWhatWasRead(T.events[*w], e, a)) {
+                  from = *w;
+                  break;
+                }
+            if (thrOf[from] != t)
+              join(v, &vcs[vcAt[from]]);
+          }
         }
-        if (user)
-          lastWrite[a] = (uint32_t)i;
+        if (user) {
+          std::vector<uint32_t> &h = lastWrites[a];
+          if (h.size() == 4)
+            h.erase(h.begin());
+          h.push_back((uint32_t)i);
+        }
       }
     if (user) {
       vcAt[(uint32_t)i] = (uint32_t)vcs.size();
