@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
-from conftest import BUILD
+from conftest import BUILD, ROOT
 
 KV = BUILD / "examples" / "kvstore"
 KV_TRACED = KV / "kvstore-traced"
@@ -508,3 +509,89 @@ def test_mark_crashes_each_operation_at_its_end(run, shm, tmp_path):
     r = explore(run, "--mark", "op", "--check", f"{exe} check {{pool}}", "--", str(exe),
                 "run", str(pool))  # fmt: skip
     assert r.returncode == 1 and "is counted but not written" in r.stdout, r.stdout
+
+
+RACED = r"""#include <pmkit/pmkit.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+struct root { unsigned long x, pad1[7]; unsigned long y, pad2[7]; };
+static struct root *r;
+static atomic_int stage; /* DRAM: 1 after A stored x, 2 after B fenced y */
+static void *a(void *arg) {
+  (void)arg;
+  r->x = 1; /* written back, not fenced until B is done */
+  pmkit_flush(&r->x, 8);
+  atomic_store_explicit(&stage, 1, memory_order_release); /* a mov, no fence */
+  while (atomic_load_explicit(&stage, memory_order_acquire) != 2)
+    ;
+  pmkit_fence();
+  return NULL;
+}
+static void *b(void *arg) {
+  (void)arg;
+  while (atomic_load_explicit(&stage, memory_order_acquire) != 1)
+    ;
+  if (r->x == 1) /* B reads x: x happens before y */
+    r->y = 2;
+  pmkit_flush(&r->y, 8);
+  pmkit_fence();
+  atomic_store_explicit(&stage, 2, memory_order_release);
+  return NULL;
+}
+int main(int argc, char **argv) {
+  pmkit_pool *p;
+  if (!strcmp(argv[1], "check")) /* reads x and y: robustness is judged on them */
+    return pmkit_pool_open(argv[2], NULL, &p) || pmkit_root(p, sizeof *r, (void **)&r) ||
+           r->x + r->y == 12345;
+  if (pmkit_pool_create(argv[2], 2 << 20, NULL, &p) || pmkit_root(p, sizeof *r, (void **)&r))
+    return 2;
+  r->x = 7; /* the value before A's store, written and made durable first */
+  pmkit_persist(&r->x, 8);
+  pthread_t t[2];
+  pthread_create(&t[0], NULL, a, NULL);
+  pthread_create(&t[1], NULL, b, NULL);
+  pthread_join(t[0], NULL);
+  pthread_join(t[1], NULL);
+  return 0;
+}
+"""
+
+
+def test_a_load_reads_from_the_write_whose_value_it_returned(run, shm, tmp_path):
+    """Happens-before between threads goes through the write a load read, told by its value.
+    A store is recorded just before it executes, so a load recorded after it may still have
+    returned the value before it; taking the latest recorded write regardless made a
+    reads-from that never happened (Concurrency Kit's hash set, the real-program tier). The
+    same trace twice: as recorded (B read A's x = 1: losing x while keeping y is a violation),
+    and with B's load of x given the value before A's store (7, written at set-up): then x and
+    y are unsynchronised, and no violation."""
+    sys.path.insert(0, str(ROOT / "fuzz"))
+    import tracefile as tf
+
+    src, exe = tmp_path / "raced.c", tmp_path / "raced"
+    src.write_text(RACED)
+    r = run("cc", "--trace", "--trace-loads", "-O1", "-pthread", str(src), "-o", str(exe))
+    assert r.returncode == 0, r.stderr
+    pool, trace = shm / "raced.pool", tmp_path / "raced.trace"
+    pool.unlink(missing_ok=True)
+    r = explore(run, "--budget", "20000", "--model", "x86-line", "--robustness",
+                "--keep-trace", str(trace),
+                "--check", f"{exe} check {{pool}}", "--", str(exe), "run", str(pool))  # fmt: skip
+    assert r.returncode == 1 and "can be lost while the later store" in r.stdout, r.stdout
+    data = trace.read_bytes()
+    xs = [
+        (off, e)
+        for blk in tf.blocks(data)
+        if blk.kind == tf.TB_EVENTS
+        for off, e in tf.events(data, blk)
+        if e[4] == tf.LOAD and e[5] == 8 and e[2] == 1
+    ]
+    assert len(xs) == 1, xs  # B's load of x, which returned 1
+    patched = tmp_path / "patched.trace"
+    patched.write_bytes(tf.patched(data, xs[0][0] + tf.EV_ARG, "<Q", 7))
+    r = explore(run, "--budget", "20000", "--model", "x86-line", "--robustness",
+                "--trace", str(patched),
+                "--check", f"{exe} check {{pool}}")  # fmt: skip
+    assert r.returncode == 0 and "robustness: 0 of" in r.stdout, r.stdout
+    assert "more keep a write of one thread while losing an earlier write" in r.stdout
