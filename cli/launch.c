@@ -45,7 +45,8 @@
 #ifndef PMKIT_PYTHON
 #error "PMKIT_PYTHON: the Python that runs the pmkit package (set by CMake)"
 #endif
-#define ROOT "/dev/shm/pmkit-wpp" /* WPP_RUN_ROOT in runtime/wpp/wpp.h */
+#define ROOT "/dev/shm/pmkit-wpp"       /* WPP_RUN_ROOT in runtime/wpp/wpp.h */
+#define CONTEXT_VAR "PMKIT_WPP_CONTEXT" /* what the WPP runtime reads */
 
 static _Noreturn void fail(const char *fmt, ...) {
   va_list ap;
@@ -134,7 +135,7 @@ static void discard(const char *ctx) {
  * this variable (runtime/wpp/wpp.c), and a program that does not runs with no
  * persistence at all while `pmkit wpp run` looks as if it worked. */
 static int has_wpp_runtime(const char *exe) {
-  static const char mark[] = "PMKIT_WPP_CONTEXT";
+  static const char mark[] = CONTEXT_VAR;
   int fd = open(exe, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 1; /* execv names the problem */
@@ -199,7 +200,7 @@ static int cmd_run(int argc, char **argv) {
     fail("%s has no WPP runtime (build it with pmkit wpp cc): it would run "
          "with nothing persistent",
          argv[i]);
-  setenv("PMKIT_WPP_CONTEXT", abs, 1);
+  setenv(CONTEXT_VAR, abs, 1);
   fflush(stdout);
   execv(exe, argv + i);
   fail("cannot run %s: %s", exe, strerror(errno));

@@ -80,6 +80,12 @@ ARP mode (docs/modes/arp.md):
 Also usable as CC="pmkit cc" in a build system.
 """
 
+
+def help_text() -> str:
+    """`pmkit cc --help`: HELP with the modes that are built."""
+    return HELP.format(modes=", ".join(m for m, d in MODES.items() if d))
+
+
 # Arguments after which clang does not link.
 NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "--version", "-###"}
 
@@ -402,7 +408,7 @@ def as_launcher(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
 def run(argv: list[str], cxx: bool) -> int:
     argv, cxx = as_launcher(argv, cxx)
     if any(a in ("-h", "--help") for a in argv):
-        print(HELP.format(modes=", ".join(m for m, d in MODES.items() if d)))
+        print(help_text())
         return 0
     cmd, dry = build_command(argv, cxx)
     if dry:

@@ -40,8 +40,6 @@ from pmkit import paths
 
 APPENDS = "4"  # appends explored (the first also sets up clobber mode's log)
 COUNT = 300  # appends of the wpp run, a millisecond each
-# The explorer's default: every image of every step fits in it (about 1,000 for clobber)
-BUDGET = "20000"
 
 
 @dataclass
@@ -81,8 +79,8 @@ def _explore(exe: Path, check: str, work: Path) -> tuple[str, str, str]:
     pool, rep = work / f"{exe.name}-{check}.pool", work / f"{exe.name}-{check}.json"
     pool.unlink(missing_ok=True)
     r = subprocess.run(
-        _pmkit("explore", "--no-progress", "--model", "x86", "--mark", "append", "--budget",
-               BUDGET, "--stop-after", "1", "--save-dir", str(work / f"fail-{exe.name}"),
+        _pmkit("explore", "--no-progress", "--model", "x86", "--mark", "append",
+               "--stop-after", "1", "--save-dir", str(work / f"fail-{exe.name}"),
                "--json", str(rep), "--check", f"{exe} {check} {{pool}}", "--", str(exe),
                "run", str(pool), APPENDS),
         capture_output=True, text=True,

@@ -411,7 +411,7 @@ def add_parsed_elsewhere(sub) -> None:
 
     for name in ("cc", "c++"):
         c = sub.add_parser(name, help=f"compile with clang-16 and pmkit (as {name})")
-        help_arguments(c, cc.HELP.format(modes=", ".join(m for m, d in cc.MODES.items() if d)))
+        help_arguments(c, cc.help_text())
         completes(c.add_argument("args", nargs=argparse.REMAINDER, help="clang's arguments"),
                   COMPLETE_FILE)  # fmt: skip
     what = {
