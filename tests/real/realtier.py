@@ -661,11 +661,22 @@ def write_results(results: dict, programs: dict, machine: dict) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="the subset run by make test")
-    ap.add_argument("--programs", default=",".join(PROGRAMS))
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--workdir", type=Path, default=Path("/dev/shm/pmkit-real"))
+    ap.add_argument(
+        "--programs",
+        default=",".join(PROGRAMS),
+        help=f"comma-separated, of: {', '.join(PROGRAMS)} (default: all)",
+    )
+    ap.add_argument("--seed", type=int, default=1, help="seeds the crash points chosen (default 1)")
+    ap.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/dev/shm/pmkit-real"),
+        help="each program's work folder goes here, kept when it fails (default %(default)s)",
+    )
     ap.add_argument("--json", type=Path, help="write the raw results here")
     ap.add_argument(
         "--results", action="store_true", help="write bench/results/real-<mode>.json (not quick)"
