@@ -155,7 +155,7 @@ static int bad(const char *what, uint64_t a, uint64_t b) {
 static int check(void) {
   struct root *r = root;
   if (!r->ready)
-    return printf("ok: not set up yet\n"), 0;
+    return printf("ok: not set up yet, %d recovered\n", recovered), 0;
   // every record pushed is in the stack or in a pop's log, exactly once
   static uint8_t seen[2][MAXOPS];
   uint64_t depth = 0;
@@ -201,11 +201,11 @@ static int check(void) {
   }
   if (want != r->enq)
     return bad("the queue does not hold what was enqueued", want, r->enq);
-  printf(
-      "ok: %llu+%llu pushed, %llu+%llu popped, %llu enqueued, %llu dequeued\n",
-      (unsigned long long)r->pushed[0], (unsigned long long)r->pushed[1],
-      (unsigned long long)r->npop[0], (unsigned long long)r->npop[1],
-      (unsigned long long)r->enq, (unsigned long long)r->deq);
+  printf("ok: %llu+%llu pushed, %llu+%llu popped, %llu enqueued, %llu "
+         "dequeued, %d recovered\n",
+         (unsigned long long)r->pushed[0], (unsigned long long)r->pushed[1],
+         (unsigned long long)r->npop[0], (unsigned long long)r->npop[1],
+         (unsigned long long)r->enq, (unsigned long long)r->deq, recovered);
   return 0;
 }
 
