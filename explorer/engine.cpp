@@ -1928,8 +1928,22 @@ void Engine::report(double secs) {
   std::vector<uint32_t> culprits;
   for (const Failure &f : failures)
     culprits.push_back(culprit(f));
+  // An image never replaces one already in the folder: an earlier run's
+  // reproduce lines keep naming the images they printed. Each is the first
+  // free fail-K.pool, taken with O_EXCL (two runs may share the folder).
+  unsigned k = 0;
   for (size_t i = 0; i < failures.size(); i++) {
-    std::string path = dir + "/fail-" + std::to_string(i + 1) + ".pool";
+    std::string path;
+    for (;;) {
+      path = dir + "/fail-" + std::to_string(++k) + ".pool";
+      int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+      if (fd >= 0) {
+        ::close(fd);
+        break;
+      }
+      if (errno != EEXIST)
+        throw Error("cannot create " + path + ": " + strerror(errno));
+    }
     Job j = makeJob(failures[i].info.pos, failures[i].info.choices);
     slots[0]->save(j, path);
     images.push_back(path);

@@ -65,7 +65,7 @@ const char *Usage =
     "  --trace FILE     explore this trace instead of running PROG\n"
     "  --keep-trace F   write the recorded trace to F and keep it\n"
     "  --save-dir DIR   where failing images go (default\n"
-    "                   ./pmkit-explore-failures)\n"
+    "                   ./pmkit-explore-failures; never replacing one there)\n"
     "  --max-reports N  failures reported in full (default 3)\n"
     "  --json FILE      also write the report as JSON (-: one line on stdout)\n"
     "  --progress / --no-progress   progress bar (default: on a terminal)\n"

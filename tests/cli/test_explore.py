@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import BUILD, ROOT
@@ -382,6 +383,19 @@ def test_each_bug_gets_a_report(run, shm, tmp_path):
     )
     assert shown == sorted(((f"multi.c:{b}:11",), f"multi.c:{b}:24 rec.f[{i}]".replace("[0]", ""))
                            for i, b in enumerate(bugs)), shown  # fmt: skip
+
+
+def test_a_failing_image_never_replaces_an_earlier_runs(run, shm, tmp_path):
+    """Two runs saving to one folder: the second's images take the next free names, and the
+    first's are left as they were, so that its printed reproduce lines stay true (each run
+    wrote fail-1.pool, and an earlier run's reproduce line checked a later run's image)."""
+    first = failing_report(run, shm, tmp_path, "multi.c", MULTI_C, "--max-reports", "2")
+    kept = {f["image"]: Path(f["image"]).read_bytes() for f in first["failures"]}
+    assert sorted(Path(p).name for p in kept) == ["fail-1.pool", "fail-2.pool"], kept
+    second = failing_report(run, shm, tmp_path, "multi.c", MULTI_C, "--max-reports", "2")
+    names = sorted(Path(f["image"]).name for f in second["failures"])
+    assert names == ["fail-3.pool", "fail-4.pool"], names
+    assert all(Path(p).read_bytes() == b for p, b in kept.items())
 
 
 def test_robustness_counts_the_words_read_not_their_line(run, shm, tmp_path):
