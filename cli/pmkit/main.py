@@ -98,18 +98,21 @@ def _pool_path(path: str) -> None:
         raise PathError(f"{path} is not a regular file{f' ({kind})' if kind else ''}")
 
 
-def _with_pool(open_pool, work):
-    """Run work(pool) on the pool open_pool() returns; map pool errors to exit statuses.
+def _with_pool(open_pool, work, failing=None):
+    """Run work(pool) on the pool open_pool() returns; map pool errors to exit statuses: the
+    codes in `failing` (default: a pool that fails validation) exit 1, the others 2.
 
     Returns (result, None) on success or (None, exit status) after printing the error."""
     from pmkit import libpmkit
 
+    if failing is None:
+        failing = libpmkit.VALIDATION_ERRORS
     try:
         with open_pool() as p:
             return work(p), None
     except libpmkit.PoolError as e:
         print(f"pmkit: {e.name}: {e}", file=sys.stderr)
-        return None, EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+        return None, EXIT_FAIL if e.code in failing else EXIT_USAGE
 
 
 def cmd_pool_create(args) -> int:
@@ -129,7 +132,12 @@ def cmd_pool_info(args) -> int:
     from pmkit import libpmkit
 
     _pool_path(args.path)
-    i, err = _with_pool(lambda: libpmkit.Pool.open(args.path, inspect=True), lambda p: p.info())
+    # a file that is no pool at all is the wrong input to info (2), not a failed check
+    i, err = _with_pool(
+        lambda: libpmkit.Pool.open(args.path, inspect=True),
+        lambda p: p.info(),
+        libpmkit.VALIDATION_ERRORS - {libpmkit.E_FOREIGN},
+    )
     if err is not None:
         return err
     if args.json:

@@ -110,6 +110,8 @@ def test_check_fails_on_bad_pools(run, shm):
     path.write_text("not a pool at all, just some text\n")
     r = run("pool", "check", str(path))
     assert r.returncode == 1 and "PMKIT_E_FOREIGN" in r.stderr
+    r = run("pool", "info", str(path))  # not a failed check: the wrong file
+    assert r.returncode == 2 and "PMKIT_E_FOREIGN" in r.stderr
 
 
 PROGRAM = r"""
