@@ -2130,10 +2130,14 @@ void Engine::report(double secs) {
   js += "\n  ],\n  \"failure_groups\": [";
   for (size_t i = 0; i < gs.size(); i++) {
     if (i < 10)
-      printf("  %6llu  %s -> %s\n", (unsigned long long)gs[i]->images,
-             evText(gs[i]->lostEv).c_str(),
-             gs[i]->keptEv == NONE_EV ? "nothing later kept"
-                                      : evText(gs[i]->keptEv).c_str());
+      printf("  %6llu  %s\n", (unsigned long long)gs[i]->images,
+             gs[i]->lostEv == NONE_EV
+                 ? "no write lost (the writes before the crash point, all "
+                   "persisted, fail the check: the point itself is the bug)"
+                 : (evText(gs[i]->lostEv) + " -> " +
+                    (gs[i]->keptEv == NONE_EV ? "no later write kept"
+                                              : evText(gs[i]->keptEv)))
+                       .c_str());
     js += std::string(i ? ", " : "") +
           "{\"images\": " + std::to_string(gs[i]->images) +
           ", \"lost\": " + jsonStr(evText(gs[i]->lostEv)) +
