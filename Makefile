@@ -89,7 +89,13 @@ format:
 	$(CLANG_FORMAT) -i $(C_SOURCES)
 	$(VENV)/ruff format cli tests bench scripts
 
+# Every section of docs/results.md in one run, on this machine, of one commit (refused with
+# uncommitted changes; BENCH_ALLOW_DIRTY=1 measures them and says so): the results of earlier
+# runs are removed first (git has them), so the report cannot mix runs. About 100 minutes on
+# 2 cores, the real-program tier included; nothing else should run meanwhile.
 bench: build
+	$(VENV)/python bench/run.py --check-clean
+	rm -f bench/results/*.json
 	$(VENV)/python bench/run.py alloc trace explore
 	$(VENV)/python bench/suite.py --scale full
 	$(VENV)/python bench/suite.py --name robust --variants hand-adr,robust,robust-opt,robust-flit --scale full --repeat 3
@@ -98,7 +104,10 @@ bench: build
 	$(VENV)/python bench/suite.py --name ssapp --suite ds,tx,lf --variants volatile,hand-eadr,pmdk,clobber-eadr,ssapp,ssapp-compiler --scale full --repeat 3 --threads 1,2
 	$(VENV)/python bench/ssapp_insns.py
 	$(VENV)/python bench/run.py wppmicro wpprestart wppvacation kvserver
-	$(VENV)/python bench/report.py
+	$(VENV)/python bench/run.py arp
+	$(VENV)/python bench/arp/simulate.py
+	$(VENV)/python tests/real/realtier.py --results --json $(BUILD)/real-results.json; \
+	  s=$$?; $(VENV)/python bench/report.py && exit $$s
 
 # Longer crash campaigns: 20000 random kills of the allocator workload and
 # every crash point of the key-value store's workload (about 10 minutes).

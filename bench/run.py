@@ -263,6 +263,33 @@ def git_commit() -> dict:
     return info
 
 
+def check_clean() -> None:
+    """`make bench` measures a commit: a working tree with changes outside the results (files
+    changed or untracked) is refused, unless BENCH_ALLOW_DIRTY=1 (each results file then
+    names the changed files and a hash of the diff, and the report says so)."""
+    info = git_commit()
+    if info["sha"] == "unknown":
+        raise HarnessError("not a git checkout: make bench measures a commit")
+    untracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "--others", "--exclude-standard", "--", ".",
+         *NOT_CODE],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    changed = info.get("changed_files", []) + untracked
+    if not changed:
+        print(f"run.py: measuring commit {info['sha'][:12]} (no changes)", file=sys.stderr)
+        return
+    named = ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+    if os.environ.get("BENCH_ALLOW_DIRTY") == "1":
+        print(f"run.py: measuring uncommitted changes ({named}): BENCH_ALLOW_DIRTY=1",
+              file=sys.stderr)  # fmt: skip
+        return
+    raise HarnessError(
+        f"the working tree has changes ({named}): make bench measures a commit; commit them "
+        "(or set BENCH_ALLOW_DIRTY=1 to measure them, and every results file says so)"
+    )
+
+
 # ---- the run --------------------------------------------------------------------------------
 
 
@@ -472,7 +499,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--pool-dir", default="/dev/shm", help="where run directories for pool files go"
     )
+    ap.add_argument(
+        "--check-clean",
+        action="store_true",
+        help="only check that the working tree has no changes outside the results (make bench "
+        "measures a commit; BENCH_ALLOW_DIRTY=1 lets it measure changes) and stop",
+    )
     args = ap.parse_args(argv)
+    if args.check_clean:
+        try:
+            check_clean()
+        except HarnessError as e:
+            print(f"run.py: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.repetitions is not None and args.repetitions < 1:
         ap.error("--repetitions must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
