@@ -62,6 +62,16 @@ class Output:
     def link(self, fig: Path) -> str:
         return fig.relative_to(self.md.parent).as_posix()
 
+    def figure(self, alt: str, fig: Figure) -> list[str]:
+        """A figure in the page, its caption (machine, commit, date, repetitions) under it."""
+        return [f"![{alt}]({self.link(fig.path)})", "", f"*{fig.caption}.*"]
+
+    def figures_md(self, alt: str, figs: list[Figure]) -> list[str]:
+        """Several figures, each with its caption, a blank line between them."""
+        return [
+            line for k, f in enumerate(figs) for line in ([""] if k else []) + self.figure(alt, f)
+        ]
+
 
 # ---- reading the JSON ---------------------------------------------------------------------
 
@@ -83,11 +93,16 @@ def median_of(doc: dict, variant: str, config: dict) -> dict | None:
     return None
 
 
-def paired_ratio(doc: dict, variant: str, baseline: str, config: dict) -> float | None:
-    """Median over repetitions of variant/baseline measured in the same repetition."""
+def paired_ratios(doc: dict, variant: str, baseline: str, config: dict) -> list[float]:
+    """variant/baseline of each repetition, both measured in that repetition."""
     a = metric_values(doc, variant, config)
     b = metric_values(doc, baseline, config)
-    ratios = [a[k] / b[k] for k in a if k in b and b[k] > 0]
+    return [a[k] / b[k] for k in a if k in b and b[k] > 0]
+
+
+def paired_ratio(doc: dict, variant: str, baseline: str, config: dict) -> float | None:
+    """Median over repetitions of variant/baseline measured in the same repetition."""
+    ratios = paired_ratios(doc, variant, baseline, config)
     return statistics.median(ratios) if ratios else None
 
 
@@ -190,6 +205,219 @@ def section_intro(doc: dict, title: str) -> list[str]:
     ]
 
 
+# ---- figures ------------------------------------------------------------------------------
+# Every figure ends in finish_figure: one legend for all its panels, below them; a caption line
+# naming the machine, commit, date and repetitions; saved at DPI. Bars and points are drawn at
+# the value the text quotes, with a whisker from the lowest to the highest repetition wherever
+# the JSON holds more than one. Ratio axes go through ratio_axis, other log axes through
+# log_axis, linear ones through linear_axis.
+
+DPI = 110
+FIG_WIDTH = (10.0, 14.0)  # inches, narrowest and widest
+FIG_HEIGHT = 4.2
+WHISKERS = {"fmt": "none", "color": "#222222", "elinewidth": 0.9, "capsize": 2.5,
+            "capthick": 0.9, "zorder": 3}  # fmt: skip
+CAPTION_STYLE = {"fontsize": 7.5, "color": "#555555"}
+LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8}  # value labels
+
+# What one bar or point shows: (value drawn, lowest, highest) over the repetitions.
+Stat = tuple[float, float, float]
+
+
+@dataclass
+class Figure:
+    """A saved figure and its caption (the same line is drawn under the plot)."""
+
+    path: Path
+    caption: str
+
+
+def stat(xs: list[float], value: float | None = None) -> Stat | None:
+    """The median of xs (or the value given, when the text quotes another statistic) and the
+    range of xs."""
+    if not xs:
+        return None if value is None else (value, value, value)
+    return (statistics.median(xs) if value is None else value, min(xs), max(xs))
+
+
+def median_stat(m: dict | None) -> Stat | None:
+    """A doc['medians'] entry as a Stat."""
+    return (m["median"], m["min"], m["max"]) if m else None
+
+
+def figure_width(groups: int, per_group: float = 1.1, extra: float = 2.0) -> float:
+    return min(FIG_WIDTH[1], max(FIG_WIDTH[0], extra + per_group * groups))
+
+
+def spread_note(doc: dict, shows: str = "median", spread: str = "min–max") -> str:
+    """What the marks and whiskers of a figure show, with the number of repetitions."""
+    n = doc.get("parameters", {}).get("repetitions")
+    if n == 1:
+        return "1 repetition, no spread"
+    return f"{n} repetitions: {shows}, whiskers {spread}"
+
+
+def caption(doc: dict, spread: str) -> str:
+    """One line: the machine, the commit, the date of the run and what the marks show."""
+    m, c = doc["machine"], doc["commit"]
+    dirty = " with uncommitted changes" if c.get("dirty") else ""
+    return (
+        f"{m.get('cpu_model', '?')}, {m.get('cores', '?')} cores; "
+        f"commit {c.get('sha', 'unknown')[:10]}{dirty}; run {str(doc.get('date', '?'))[:10]}; "
+        f"{spread}"
+    )
+
+
+def draw_bars(ax, groups: int, series: list[tuple[str, list[Stat | None]]]) -> list[float]:
+    """Grouped bars, a group per category and a bar per series, each with a min-max whisker
+    where the repetitions spread. Returns every value drawn, whisker ends included."""
+    width = 0.8 / max(1, len(series))
+    drawn = []
+    for i, (label, stats) in enumerate(series):
+        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(groups)]
+        ax.bar(xs, [s[0] if s else math.nan for s in stats], width, label=label,
+               color=COLORS.get(label))  # fmt: skip
+        whiskers(ax, [(x, s) for x, s in zip(xs, stats, strict=True) if s])
+        drawn += [v for s in stats if s for v in s]
+    return drawn
+
+
+def whiskers(ax, points: list[tuple[float, Stat]], horizontal: bool = False) -> None:
+    """Min-max whiskers at (position, Stat), only where the values spread."""
+    pts = [(x, s) for x, s in points if s[2] > s[1]]
+    if not pts:
+        return
+    pos, val = [x for x, _ in pts], [s[0] for _, s in pts]
+    err = [[max(0.0, s[0] - s[1]) for _, s in pts], [max(0.0, s[2] - s[0]) for _, s in pts]]
+    if horizontal:
+        ax.errorbar(val, pos, xerr=err, **WHISKERS)
+    else:
+        ax.errorbar(pos, val, yerr=err, **WHISKERS)
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Readable major ticks of a log axis from lo to hi: steps of 1, 2 and 5; decades when
+    those are too many; finer steps when too few."""
+
+    def ticks(mantissas: tuple[float, ...]) -> list[float]:
+        out = []
+        for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
+            out += [t for m in mantissas if lo <= (t := float(f"{m * 10.0**e:.6g}")) <= hi]
+        return out
+
+    best = ticks((1, 2, 5))
+    if len(best) > 9:
+        return ticks((1,))
+    for finer in ((1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        if len(best) >= 3:
+            break
+        best = ticks(finer)
+    if len(best) >= 3:
+        return best
+    locator = matplotlib.ticker.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10])
+    return [float(f"{t:.3g}") for t in locator.tick_values(lo, hi) if lo <= t <= hi]
+
+
+def log_axis(ax, values: list[float], axis: str = "y", fmt: Callable = "{:g}".format) -> None:
+    """A log axis over the values, with fixed readable major ticks (log_ticks), no minor ones,
+    and gridlines at the majors."""
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)] or [1.0]
+    lo, hi = min(vals) / 1.3, max(vals) * 1.3
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(lo, hi)
+    a.set_major_locator(matplotlib.ticker.FixedLocator(log_ticks(lo, hi)))
+    a.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda t, _: fmt(t)))
+    a.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.grid(axis=axis, which="major", alpha=0.35)
+    ax.set_axisbelow(True)
+
+
+def linear_axis(ax, top: float, axis: str = "y", fmt: Callable = "{:g}".format) -> None:
+    """A linear axis from 0 to top with matplotlib's MaxNLocator and gridlines at its ticks."""
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(0, top or 1)
+    a.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    a.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda t, _: fmt(t)))
+    ax.grid(axis=axis, which="major", alpha=0.35)
+    ax.set_axisbelow(True)
+
+
+def rate_axis(ax, top: float, label: str, axis: str = "y") -> None:
+    """A linear axis of rates from 0 to top, its ticks in thousands, millions or billions as
+    the label says."""
+    scale, word = next(
+        ((s, w) for s, w in ((1e9, "billions"), (1e6, "millions"), (1e3, "thousands")) if top >= s),
+        (1.0, ""),
+    )
+    linear_axis(ax, top, axis, fmt=lambda t: f"{t / scale:g}")
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(f"{label}, {word}" if word else label)
+
+
+def ratio_axis(ax, values: list[float], label: str, axis: str = "y", log: bool | None = None):
+    """An axis of ratios with a line at 1×: log scale with readable fixed majors (0.5×, 1×,
+    2×) when the values span a factor of 4 or more (or log says so), else linear from 0."""
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)] + [1.0]
+    log = max(vals) / min(vals) >= 4 if log is None else log
+    (ax.axhline if axis == "y" else ax.axvline)(1.0, color="#333333", linewidth=0.9, zorder=2.5)
+    if log:
+        log_axis(ax, vals, axis, fmt=lambda t: f"{t:g}×")
+    else:
+        linear_axis(ax, max(vals) * 1.12, axis, fmt=lambda t: f"{t:g}×")
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(label + (" (log scale)" if log else ""))
+
+
+def category_axis(ax, labels: list[str]) -> None:
+    """Category labels under groups of bars (finish_figure slants them only if they collide)."""
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+
+
+def slant_if_crowded(ax, renderer) -> bool:
+    """Slant the x tick labels of ax if neighbours overlap; True if it did."""
+    texts = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    if not any(a.x1 + 4 > b.x0 for a, b in zip(boxes, boxes[1:], strict=False)):
+        return False
+    for t in texts:
+        t.set_rotation(30)
+        t.set_horizontalalignment("right")
+        t.set_rotation_mode("anchor")
+    return True
+
+
+def finish_figure(fig, doc: dict, out: Output, name: str, spread: str, ncol: int = 0) -> Figure:
+    """The common end of every figure: the layout, one legend for all panels below them (in
+    columns, centred), the caption line below it, saved as out.figures/<name>.png."""
+    axs = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    handles, labels = [], []
+    for ax in axs:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    if any([slant_if_crowded(ax, renderer) for ax in axs]):
+        fig.tight_layout()
+    to_fig = fig.transFigure.inverted()
+    x = (min(ax.get_position().x0 for ax in axs) + max(ax.get_position().x1 for ax in axs)) / 2
+    gap = 6 / 72 / fig.get_figheight()  # 6 points, in figure coordinates
+    y = to_fig.transform((0, min(ax.get_tightbbox(renderer).y0 for ax in axs)))[1] - gap
+    if handles:
+        legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(x, y),
+                            ncol=ncol or min(len(labels), 6), frameon=False, fontsize=9,
+                            columnspacing=1.6, handlelength=1.8)  # fmt: skip
+        y = to_fig.transform((0, legend.get_window_extent(renderer).y0))[1] - gap
+    text = caption(doc, spread)
+    fig.text(x, y, text, ha="center", va="top", **CAPTION_STYLE)
+    out.figures.mkdir(parents=True, exist_ok=True)
+    path = out.figures / f"{name}.png"
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", pad_inches=0.12)
+    plt.close(fig)
+    return Figure(path, text)
+
+
 # ---- generic section --------------------------------------------------------------------------
 
 
@@ -221,62 +449,26 @@ def section_generic(doc: dict, out: Output) -> list[str]:
 # ---- alloc ----------------------------------------------------------------------------------
 
 
-def figure_alloc(doc: dict, out: Output) -> Path:
+def figure_alloc(doc: dict, out: Output) -> Figure:
     variants = variant_names(doc)
     threads = doc["parameters"]["axes"]["threads"]
     sizes = doc["parameters"]["axes"]["size"]
-    fig, axs = plt.subplots(1, len(threads), figsize=(5.2 * len(threads), 4.2), sharey=True)
-    axs = axs if len(threads) > 1 else [axs]
-    width = 0.8 / len(variants)
-    lows = [m["min"] for m in doc["medians"] if m["min"] > 0]
-    highs = [m["max"] for m in doc["medians"]]
-    for ax, t in zip(axs, threads, strict=True):
-        for i, v in enumerate(variants):
-            med, lo, hi = [], [], []
-            for s in sizes:
-                m = median_of(doc, v, {"threads": t, "size": s})
-                med.append(m["median"] if m else float("nan"))
-                lo.append(m["median"] - m["min"] if m else 0)
-                hi.append(m["max"] - m["median"] if m else 0)
-            xs = [k + (i - (len(variants) - 1) / 2) * width for k in range(len(sizes))]
-            ax.bar(
-                xs,
-                med,
-                width,
-                yerr=[lo, hi],
-                capsize=2,
-                label=v,
-                color=COLORS.get(v),
-                error_kw={"elinewidth": 0.8},
-            )
-        ax.set_yscale("log")
-        if lows:  # start the bars near the data, not at the axis' default decade
-            ax.set_ylim(10 ** math.floor(math.log10(min(lows) / 2)), max(highs) * 2)
-        ax.set_xticks(range(len(sizes)), [fmt_size(s) for s in sizes])
+    width = figure_width(len(threads) * len(sizes), per_group=1.1)
+    fig, axs = plt.subplots(1, len(threads), figsize=(width, FIG_HEIGHT), sharey=True,
+                            squeeze=False)  # fmt: skip
+    drawn = []
+    for ax, t in zip(axs[0], threads, strict=True):
+        drawn += draw_bars(ax, len(sizes), [
+            (v, [median_stat(median_of(doc, v, {"threads": t, "size": s})) for s in sizes])
+            for v in variants
+        ])  # fmt: skip
+        category_axis(ax, [fmt_size(s) for s in sizes])
         ax.set_xlabel("block size")
-        ax.set_title(f"{t} thread{'s' if t > 1 else ''}")
-        ax.grid(axis="y", which="both", alpha=0.3)
-        ax.set_axisbelow(True)
-    axs[0].set_ylabel("alloc+free pairs per second (log)")
-    handles, labels = axs[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(variants), fontsize=9, frameon=False)
-    sha = doc["commit"].get("sha", "?")[:10]
-    fig.text(
-        0.5,
-        0.005,
-        f"median of {doc['parameters']['repetitions']} interleaved runs, whiskers min-max; "
-        f"{doc['machine'].get('cpu_model', '?')}, commit {sha}",
-        ha="center",
-        va="bottom",
-        fontsize=8,
-        color="#444444",
-    )
-    fig.tight_layout(rect=(0, 0.04, 1, 0.93))
-    out.figures.mkdir(parents=True, exist_ok=True)
-    path = out.figures / "alloc.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        ax.set_title(f"{t} thread{'s' if t > 1 else ''}", fontsize=10)
+    for ax in axs[0]:
+        log_axis(ax, drawn, fmt=fmt_rate)
+    axs[0][0].set_ylabel(f"{doc['parameters']['metric']['unit']} (log scale)")
+    return finish_figure(fig, doc, out, "alloc", spread_note(doc))
 
 
 def section_alloc(doc: dict, out: Output) -> list[str]:
@@ -363,7 +555,7 @@ def section_alloc(doc: dict, out: Output) -> list[str]:
             f"({worst[1]}, {worst[2]} thread(s), {fmt_size(worst[3])}).",
             "",
         ]
-    lines += [f"![alloc+free pairs per second]({out.link(fig)})"]
+    lines += out.figure("alloc+free pairs per second", fig)
     return lines
 
 
@@ -388,47 +580,21 @@ def file_size_median(doc: dict, variant: str, config: dict, key: str) -> float |
     return statistics.median(sizes) if sizes else None
 
 
-def figure_trace(doc: dict, out: Output, baseline: str) -> Path:
+def figure_trace(doc: dict, out: Output, baseline: str) -> Figure:
     variants = variant_names(doc)
     configs = configs_where(doc, {})
     axes = list(doc["parameters"]["axes"])
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.6 + 1.6 * len(configs) * len(variants)), 4.2))
+    fig, ax = plt.subplots(figsize=(figure_width(len(configs) * len(variants), 1.6), FIG_HEIGHT))
+    series = [(v, [median_stat(median_of(doc, v, c)) for c in configs]) for v in variants]
+    drawn = draw_bars(ax, len(configs), series)
     width = 0.8 / len(variants)
-    top = 0.0
-    for i, v in enumerate(variants):
-        xs, med, lo, hi, shown = [], [], [], [], []
-        for k, c in enumerate(configs):
-            m = median_of(doc, v, c)
-            if not m:
-                continue
-            shown.append((c, m["max"]))
-            xs.append(k + (i - (len(variants) - 1) / 2) * width)
-            med.append(m["median"])
-            lo.append(m["median"] - m["min"])
-            hi.append(m["max"] - m["median"])
-            top = max(top, m["max"])
-        bars = ax.bar(
-            xs,
-            med,
-            width,
-            yerr=[lo, hi],
-            capsize=2,
-            label=v,
-            color=COLORS.get(v),
-            error_kw={"elinewidth": 0.8},
-        )
-        for bar, (c, high) in zip(bars, shown, strict=True):
-            r = paired_ratio(doc, v, baseline, c) if v != baseline else None
+    for i, (v, stats) in enumerate(series):
+        for k, (c, st) in enumerate(zip(configs, stats, strict=True)):
+            r = paired_ratio(doc, v, baseline, c) if v != baseline and st else None
             if r is not None:  # above the whisker
-                ax.annotate(
-                    fmt_ratio(r),
-                    (bar.get_x() + bar.get_width() / 2, high),
-                    xytext=(0, 3),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom",
-                    fontsize=8,
-                )
+                ax.annotate(fmt_ratio(r), (k + (i - (len(variants) - 1) / 2) * width, st[2]),
+                            xytext=(0, 3), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=8)  # fmt: skip
     for tg in doc.get("targets", []):
         if tg["baseline"] != baseline:
             continue
@@ -447,35 +613,10 @@ def figure_trace(doc: dict, out: Output, baseline: str) -> Path:
                     fontsize=7,
                     color="#444444",
                 )
-    ax.set_ylim(0, top * 1.18 if top else 1)
-    ax.set_xlim(-0.6, len(configs) - 0.4)
-    ax.set_xticks(
-        range(len(configs)),
-        [", ".join(f"{a}={c[a]}" for a in axes) for c in configs],
-    )
-    ax.set_ylabel(doc["parameters"]["metric"].get("unit", "operations/s"))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: fmt_rate(y)))
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title("hashmap workload: tracing overhead", fontsize=10)
-    sha = doc["commit"].get("sha", "?")[:10]
-    fig.text(
-        0.5,
-        0.005,
-        f"median of {doc['parameters']['repetitions']} interleaved runs, whiskers min-max, "
-        f"labels: ratio to {baseline}; commit {sha}",
-        ha="center",
-        va="bottom",
-        fontsize=7,
-        color="#444444",
-    )
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out.figures.mkdir(parents=True, exist_ok=True)
-    path = out.figures / "trace.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    category_axis(ax, ["\n".join(f"{a}={c[a]}" for a in axes) for c in configs])
+    rate_axis(ax, max(drawn, default=1) * 1.18, doc["parameters"]["metric"].get("unit", "ops/s"))
+    ax.set_title(f"hashmap workload: tracing overhead (labels: ratio to {baseline})", fontsize=10)
+    return finish_figure(fig, doc, out, "trace", spread_note(doc))
 
 
 def section_trace(doc: dict, out: Output) -> list[str]:
@@ -545,43 +686,28 @@ def section_trace(doc: dict, out: Output) -> list[str]:
             "l" * (len(axes) + 1) + "rrrr",
         ),
         "",
-        f"![tracing overhead]({out.link(fig)})",
+        *out.figure("tracing overhead", fig),
     ]
 
 
-def figure_explore(doc: dict, out: Output) -> Path:
+def figure_explore(doc: dict, out: Output) -> Figure:
     variants = variant_names(doc)
     configs = configs_where(doc, {})
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    width = 0.8 / len(variants)
-    for i, v in enumerate(variants):
-        xs, med, lo, hi = [], [], [], []
-        for k, c in enumerate(configs):
-            m = median_of(doc, v, c)
-            if m:
-                xs.append(k + (i - (len(variants) - 1) / 2) * width)
-                med.append(m["median"])
-                lo.append(m["median"] - m["min"])
-                hi.append(m["max"] - m["median"])
-        ax.bar(xs, med, width, yerr=[lo, hi], capsize=2, label=v, color=COLORS.get(v))
+    fig, ax = plt.subplots(figsize=(figure_width(len(configs) * len(variants)), FIG_HEIGHT))
+    series = [(v, [median_stat(median_of(doc, v, c)) for c in configs]) for v in variants]
+    drawn = draw_bars(ax, len(configs), series)
     for tg in doc.get("targets", []):
         if "min_value" in tg:
+            drawn.append(tg["min_value"])
             ax.axhline(tg["min_value"], color="#444", linestyle="--", linewidth=0.8)
             ax.annotate(
                 f"target {tg['min_value']:,}/s", (len(configs) - 0.6, tg["min_value"]),
                 xytext=(0, 3), textcoords="offset points", ha="right", fontsize=8,
             )  # fmt: skip
-    ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels([f"{c['jobs']} job{'s' if c['jobs'] != 1 else ''}" for c in configs])
-    ax.set_ylabel("checked crash images per second")
-    ax.set_title("pmkit explore: checker throughput (KV store, 8 MiB pool, x86 model)")
-    ax.legend()
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    path = out.figures / "explore.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    category_axis(ax, [f"{c['jobs']} job{'s' if c['jobs'] != 1 else ''}" for c in configs])
+    rate_axis(ax, max(drawn, default=1) * 1.12, "checked crash images per second")
+    ax.set_title("pmkit explore: checker throughput (KV store, 8 MiB pool, x86 model)", fontsize=10)
+    return finish_figure(fig, doc, out, "explore", spread_note(doc))
 
 
 def section_explore(doc: dict, out: Output) -> list[str]:
@@ -640,7 +766,7 @@ def section_explore(doc: dict, out: Output) -> list[str]:
             "l" * (len(axes) + 1) + "rrr",
         ),
         "",
-        f"![explorer throughput]({out.link(fig)})",
+        *out.figure("explorer throughput", fig),
     ]
 
 
@@ -654,13 +780,18 @@ def suite_median(doc: dict, workload: str, threads: int, variant: str) -> dict |
     return None
 
 
-def suite_ratio(doc: dict, workload: str, threads: int, variant: str, base: str) -> float | None:
-    """Median over repetitions of variant/base, both measured in the same repetition."""
+def suite_ratios(doc: dict, workload: str, threads: int, variant: str, base: str) -> list[float]:
+    """variant/base of each repetition, both measured in that repetition."""
     by_rep: dict[int, dict[str, float]] = {}
     for r in doc["runs"]:
         if r["workload"] == workload and r["threads"] == threads:
             by_rep.setdefault(r["repetition"], {})[r["variant"]] = r["result"]["ops_per_sec"]
-    xs = [d[variant] / d[base] for d in by_rep.values() if variant in d and d.get(base)]
+    return [d[variant] / d[base] for d in by_rep.values() if variant in d and d.get(base)]
+
+
+def suite_ratio(doc: dict, workload: str, threads: int, variant: str, base: str) -> float | None:
+    """Median over repetitions of variant/base, both measured in the same repetition."""
+    xs = suite_ratios(doc, workload, threads, variant, base)
     return statistics.median(xs) if xs else None
 
 
@@ -672,68 +803,67 @@ def suite_workloads(doc: dict) -> list[str]:
     return seen
 
 
-def finish_grouped_bars(fig, ax, names: list[str], ylabel: str, title: str, path: Path) -> Path:
-    """The common end of a grouped bar chart, one group per workload: the 1x line,
-    labels, legend and grid; saves it to path."""
-    ax.axhline(1.0, color="#444", linewidth=0.8)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=30 if len(names) > 6 else 0)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+PAIRED = "median of the per-repetition ratios"  # what a ratio bar shows (spread_note)
 
 
-def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Path:
-    p = doc["parameters"]
-    names, variants = suite_workloads(doc), p["variants"]
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.3 * len(names)), 4.0))
-    width = 0.8 / len(variants)
-    for i, v in enumerate(variants):
-        xs, ys = [], []
-        for k, n in enumerate(names):
-            r = suite_ratio(doc, n, threads, v, "volatile") if v != "volatile" else 1.0
-            if r is not None:
-                xs.append(k + (i - (len(variants) - 1) / 2) * width)
-                ys.append(r)
-        ax.bar(xs, ys, width, label=v, color=COLORS.get(v))
-    ax.set_yscale("log")  # the persistent variants span 1x down to a few percent
-    return finish_grouped_bars(
-        fig, ax, names, "throughput / volatile (log scale)",
+def figure_ratio_bars(doc: dict, out: Output, name: str, labels: list[str],
+                      series: list[tuple[str, list[Stat | None]]], ylabel: str, title: str,
+                      spread: str = "", log: bool | None = None) -> Figure:  # fmt: skip
+    """Grouped bars of ratios, a group per label: series is [(legend, [Stat per label])]
+    (ratio_axis: 1× drawn as a line, a log axis if they span a factor of 4 or more)."""
+    width = figure_width(len(labels), per_group=0.3 + 0.32 * len(series))
+    fig, ax = plt.subplots(figsize=(width, FIG_HEIGHT))
+    drawn = draw_bars(ax, len(labels), series)
+    category_axis(ax, labels)
+    ratio_axis(ax, drawn, ylabel, log=log)
+    ax.set_title(title, fontsize=10)
+    return finish_figure(fig, doc, out, name, spread or spread_note(doc, PAIRED))
+
+
+def suite_ratio_stats(doc: dict, names: list[str], threads: int, variant: str, base: str):
+    """Per workload, the Stat of variant/base over the repetitions (1 for base itself)."""
+    return [stat(suite_ratios(doc, n, threads, variant, base)) if variant != base
+            else (1.0, 1.0, 1.0) for n in names]  # fmt: skip
+
+
+def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Figure:
+    names, variants = suite_workloads(doc), doc["parameters"]["variants"]
+    return figure_ratio_bars(
+        doc, out, f"suite-normalised-{threads}t", names,
+        [(v, suite_ratio_stats(doc, names, threads, v, "volatile")) for v in variants],
+        "throughput / volatile",
         f"Workloads at {threads} thread{'s' if threads > 1 else ''}, normalised to volatile",
-        out.figures / f"suite-normalised-{threads}t.png",
     )  # fmt: skip
 
 
-def figure_suite_threads(doc: dict, out: Output) -> Path:
+def figure_suite_threads(doc: dict, out: Output) -> Figure:
     p = doc["parameters"]
     names, variants, threads = suite_workloads(doc), p["variants"], p["threads"]
     cols = min(4, len(names))
     rows = (len(names) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(figure_width(3 * cols, 1.0, 0), 2.8 * rows),
+                             squeeze=False)  # fmt: skip
     for k, n in enumerate(names):
         ax = axes[k // cols][k % cols]
+        top = 0.0
         for v in variants:
-            ys = [suite_median(doc, n, t, v) for t in threads]
-            ax.plot(threads, [m["median"] / 1e6 if m else math.nan for m in ys], marker="o",
-                    label=v, color=COLORS.get(v))  # fmt: skip
+            pts = [(t, (m["median"] / 1e6, m["min"] / 1e6, m["max"] / 1e6))
+                   for t in threads if (m := suite_median(doc, n, t, v))]  # fmt: skip
+            ax.plot([t for t, _ in pts], [st[0] for _, st in pts], marker="o", label=v,
+                    color=COLORS.get(v))  # fmt: skip
+            whiskers(ax, pts)
+            top = max([top, *(st[2] for _, st in pts)])
         ax.set_title(n, fontsize=10)
         ax.set_xticks(threads)
+        ax.set_xlim(min(threads) - 0.3, max(threads) + 0.3)
         ax.set_xlabel("threads")
-        ax.set_ylabel("Mops/s")
-        ax.grid(alpha=0.3)
+        linear_axis(ax, top * 1.1)
+        ax.grid(axis="x", alpha=0.2)
+        if k % cols == 0:
+            ax.set_ylabel("Mops/s")
     for k in range(len(names), rows * cols):
         axes[k // cols][k % cols].axis("off")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    path = out.figures / "suite-threads.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, doc, out, "suite-threads", spread_note(doc))
 
 
 def section_suite(doc: dict, out: Output) -> list[str]:
@@ -784,7 +914,7 @@ def section_suite(doc: dict, out: Output) -> list[str]:
         "",
         *table(["workload", "threads", *variants], rows, "ll" + "r" * len(variants)),
         "",
-        *(f"![suite]({out.link(f)})" for f in figs),
+        *out.figures_md("suite", figs),
     ]
 
 
@@ -849,20 +979,16 @@ def section_robust(doc: dict, out: Output) -> list[str]:
             f"**{fmt_ratio(geo[(s, t)])}** ({overhead(geo[(s, t)]):+.1f}%)"
             if (s, t) in geo else "-" for s, _, _ in settings
         ])  # fmt: skip
-    figs = []
-    for t in p["threads"]:
-        fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
-        width = 0.8 / max(1, len(settings))
-        for i, (s, v, _) in enumerate(settings):
-            ys = [suite_ratio(doc, n, t, v, "hand-adr") or math.nan for n in names]
-            xs = [k + (i - (len(settings) - 1) / 2) * width for k in range(len(names))]
-            ax.bar(xs, ys, width, label=s)
-        figs.append(finish_grouped_bars(
-            fig, ax, names, "robust mode / hand-adr",
+    figs = [
+        figure_ratio_bars(
+            doc, out, f"robust-overhead-{t}t", names,
+            [(s, suite_ratio_stats(doc, names, t, v, "hand-adr")) for s, v, _ in settings],
+            "robust mode / hand-adr",
             f"Robust mode's settings against hand-placed flushes, {t} thread"
-            f"{'s' if t > 1 else ''} (1 = as fast)",
-            out.figures / f"robust-overhead-{t}t.png",
-        ))  # fmt: skip
+            f"{'s' if t > 1 else ''} (1× = as fast)",
+        )
+        for t in p["threads"]
+    ]  # fmt: skip
     paper = ", ".join(f"{s} {pp:.2f}%" for s, _, pp in settings)
     return [
         "## robust: robust mode against hand-placed flushes",
@@ -893,7 +1019,7 @@ def section_robust(doc: dict, out: Output) -> list[str]:
         "Without FliT (base, opt) every atomic load of the lock-free workloads (harris, "
         "lfhash, nmbst) is written back, and the next store's fence waits for all of them.",
         "",
-        *(f"![robust]({out.link(f)})" for f in figs),
+        *out.figures_md("robust", figs),
     ]
 
 
@@ -979,18 +1105,6 @@ def suite_run_median(doc: dict, workload: str, threads: int, variant: str, key: 
     return statistics.median(xs) if xs else None
 
 
-def ratio_bars(doc: dict, names: list[str], threads: int, series: list[tuple[str, str]], base: str):
-    """A figure of grouped bars: per workload, each (label, variant)'s throughput over
-    base's at `threads` threads (ratios from the same repetition)."""
-    fig, ax = plt.subplots(figsize=(max(6.4, 1.4 + 1.1 * len(names)), 3.8))
-    width = 0.8 / max(1, len(series))
-    for i, (label, v) in enumerate(series):
-        ys = [suite_ratio(doc, n, threads, v, base) or math.nan for n in names]
-        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(names))]
-        ax.bar(xs, ys, width, label=label)
-    return fig, ax
-
-
 def section_clobber(doc: dict, out: Output) -> list[str]:
     """Clobber mode: throughput against pmdk, undo and hand per domain; log bytes and fences
     per operation against the undo setting."""
@@ -1043,21 +1157,17 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
                 f"{sum(oks)} of {len(oks)} workload and thread-count pairs: "
                 f"**{'met' if all(oks) else 'missed'}**"
             )
-    figs = []
-    for t in p["threads"]:
-        series = [
-            (f"{k} {DOMAIN_NAMES[d]}", f"{k}-{d}") for d in domains for k in ("clobber", "undo")
-        ]
-        fig, ax = ratio_bars(doc, names, t, series, "pmdk")
-        ax.set_yscale("log")
-        ratio_ticks = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}×")
-        ax.yaxis.set_major_formatter(ratio_ticks)
-        ax.yaxis.set_minor_formatter(ratio_ticks)
-        figs.append(finish_grouped_bars(
-            fig, ax, names, "throughput / pmdk (log scale)",
+    series = [(f"{k} {DOMAIN_NAMES[d]}", f"{k}-{d}") for d in domains for k in ("clobber", "undo")]
+    figs = [
+        figure_ratio_bars(
+            doc, out, f"clobber-vs-pmdk-{t}t", names,
+            [(label, suite_ratio_stats(doc, names, t, v, "pmdk")) for label, v in series],
+            "throughput / pmdk",
             f"Clobber mode and undo logging against PMDK, {t} thread{'s' if t > 1 else ''}",
-            out.figures / f"clobber-vs-pmdk-{t}t.png",
-        ))  # fmt: skip
+            log=True,
+        )
+        for t in p["threads"]
+    ]  # fmt: skip
     heads = ["pmdk", *(f"{k}-{d}" for d in domains for k in ("hand", "undo", "clobber"))]
     return [
         "## clobber: clobber mode against PMDK and undo logging",
@@ -1102,7 +1212,7 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
         "",
         *verdicts,
         "",
-        *(f"![clobber]({out.link(f)})" for f in figs),
+        *out.figures_md("clobber", figs),
     ]
 
 
@@ -1177,18 +1287,17 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
                 f"on the same workloads {fmt_ratio(g)}, so {SSAPP_CLOBBER_TARGET:g}× clobber "
                 f"would be {fmt_ratio(g * SSAPP_CLOBBER_TARGET)} volatile"
             )
-    figs = []
-    for t in p["threads"]:
-        series = [(v, v) for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr")
-                  if v in p["variants"]]  # fmt: skip
-        fig, ax = ratio_bars(doc, names, t, series, "volatile")
-        ax.axhline(1.0, color="0.5", linewidth=0.8)
-        figs.append(finish_grouped_bars(
-            fig, ax, names, "throughput / volatile",
+    shown = [v for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr") if v in p["variants"]]
+    figs = [
+        figure_ratio_bars(
+            doc, out, f"ssapp-vs-volatile-{t}t", names,
+            [(v, suite_ratio_stats(doc, names, t, v, "volatile")) for v in shown],
+            "throughput / volatile",
             f"SSAPP mode against volatile, clobber, PMDK and hand, eADR, "
             f"{t} thread{'s' if t > 1 else ''}",
-            out.figures / f"ssapp-vs-volatile-{t}t.png",
-        ))  # fmt: skip
+        )
+        for t in p["threads"]
+    ]  # fmt: skip
     return [
         "## ssapp: SSAPP mode against clobber mode, PMDK, hand and volatile (eADR)",
         "",
@@ -1212,7 +1321,7 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
         "",
         *verdicts,
         "",
-        *(f"![ssapp]({out.link(f)})" for f in figs),
+        *out.figures_md("ssapp", figs),
     ]
 
 
@@ -1255,6 +1364,15 @@ DATED = ("suite", "robust", "clobber", "ssapp")
 # ---- wpp ------------------------------------------------------------------------------------
 
 
+def run_field_values(doc: dict, variant: str, config: dict, key: str) -> dict[int, float]:
+    """Any field of the runs' JSON (not only the metric), by repetition."""
+    return {
+        r["repetition"]: r["result"][key]
+        for r in doc["runs"]
+        if r["variant"] == variant and r["config"] == config and key in r["result"]
+    }
+
+
 def run_field_median(doc: dict, variant: str, config: dict, key: str) -> float | None:
     """Median over repetitions of any field of the runs' JSON (not only the metric)."""
     xs = [
@@ -1263,37 +1381,6 @@ def run_field_median(doc: dict, variant: str, config: dict, key: str) -> float |
         if r["variant"] == variant and r["config"] == config and key in r["result"]
     ]
     return statistics.median(xs) if xs else None
-
-
-def machine_line(doc: dict) -> str:
-    sha = doc["commit"].get("sha", "?")[:10]
-    reps = doc["parameters"]["repetitions"]
-    return (
-        f"median of {reps} interleaved runs; {doc['machine'].get('cpu_model', '?')}, commit {sha}"
-    )
-
-
-def figure_ratio_bars(doc, out, name, labels, series, ylabel, title) -> Path:
-    """Grouped bars of ratios: series is [(legend, [ratio per label])]; 1.0 drawn as a line."""
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(labels) + 2), 4.0))
-    width = 0.8 / max(1, len(series))
-    for i, (legend, ratios) in enumerate(series):
-        xs = [k + (i - (len(series) - 1) / 2) * width for k in range(len(labels))]
-        ax.bar(xs, [r if r is not None else float("nan") for r in ratios], width, label=legend,
-               color=COLORS.get(legend))  # fmt: skip
-    ax.axhline(1.0, color="#333333", linewidth=0.8)
-    ax.set_xticks(range(len(labels)), labels, rotation=20 if len(labels) > 4 else 0)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    ax.legend(fontsize=9, frameon=False)
-    fig.text(0.5, 0.005, machine_line(doc), ha="center", va="bottom", fontsize=8, color="#444444")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = out.figures / f"{name}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def target_rows(doc: dict) -> list[list[str]]:
@@ -1325,9 +1412,9 @@ def section_wpp_macro(doc: dict, out: Output) -> list[str]:
         wpp_pmdk = paired_ratio(doc, "wpp", "pmdk", c) if "pmdk" in variants else None
         row += [fmt_ratio(paired_ratio(doc, "wpp", "native", c)), fmt_ratio(wpp_pmdk)]
         rows.append(row)
-        labels.append(", ".join(f"{a}={c[a]}" for a in axes))
+        labels.append("\n".join(f"{a}={c[a]}" for a in axes))
         for v in others:
-            series[v].append(paired_ratio(doc, v, "native", c))
+            series[v].append(stat(paired_ratios(doc, v, "native", c)))
     name = doc["benchmark"]
     fig = figure_ratio_bars(
         doc, out, name, labels, list(series.items()), "throughput / native",
@@ -1350,7 +1437,7 @@ def section_wpp_macro(doc: dict, out: Output) -> list[str]:
         "",
         *table(axes + variants + ["wpp / native", "wpp / pmdk"], rows),
         "",
-        f"![{name} relative to native]({out.link(fig)})",
+        *out.figure(f"{name} relative to native", fig),
     ]
 
 
@@ -1367,10 +1454,13 @@ def section_wppmicro(doc: dict, out: Output) -> list[str]:
             f"{wpp['median']:.3g}" if wpp else "n/a",
             fmt_ratio(slow),
         ])  # fmt: skip
-        speed.append(1 / slow if slow else None)
+        # native time / wpp time of each repetition: bar at 1 / the median time ratio
+        speed.append(stat([1 / x for x in paired_ratios(doc, "wpp", "native", c) if x],
+                          1 / slow if slow else None))  # fmt: skip
     fig = figure_ratio_bars(
         doc, out, "wppmicro", tests, [("wpp", speed)], "performance / native (higher is better)",
         "WPP microbenchmarks (cf. Zhuque Figure 5)",
+        spread_note(doc, "1 / the median of the per-repetition time ratios"),
     )  # fmt: skip
     return [
         *section_intro(doc, "wppmicro: the calls WPP intercepts"),
@@ -1379,13 +1469,42 @@ def section_wppmicro(doc: dict, out: Output) -> list[str]:
         "",
         *table(["test", "native µs", "wpp µs", "wpp / native time"], rows),
         "",
-        f"![WPP microbenchmarks normalised to native]({out.link(fig)})",
+        *out.figure("WPP microbenchmarks normalised to native", fig),
     ]
+
+
+def figure_wpprestart(doc: dict, out: Output, has_run: bool) -> Figure:
+    """Save and restart times against the heap held, median and min-max per size."""
+    mibs = doc["parameters"]["axes"]["mib"]
+    lines = [
+        ("wpp", "save_ms", "save"),
+        ("wpp", "restart_ms", "restart (process start to resumed)"),
+        ("wpp", "restore_ms", "restore proper (runtime)"),
+    ]
+    if has_run:
+        lines.append(("wpp-run", "restart_ms", "restart through pmkit wpp run"))
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH[0], FIG_HEIGHT))
+    drawn = []
+    for v, k, label in lines:
+        pts = [(n, st) for n in mibs
+               if (st := stat(list(run_field_values(doc, v, {"mib": n}, k).values())))]  # fmt: skip
+        ax.plot([n for n, _ in pts], [st[0] for _, st in pts], marker="o", label=label)
+        whiskers(ax, pts)
+        drawn += [x for _, st in pts for x in st]
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(mibs, [str(n) for n in mibs])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("heap held by the program (MiB, log scale)")
+    log_axis(ax, drawn)  # milliseconds to a tenth of a second: linear would flatten the restarts
+    ax.set_ylabel("milliseconds (log scale)")
+    ax.grid(axis="x", alpha=0.2)
+    ax.set_title("WPP save and restart time against state size", fontsize=10)
+    return finish_figure(fig, doc, out, "wpprestart", spread_note(doc))
 
 
 def section_wpprestart(doc: dict, out: Output) -> list[str]:
     mibs = doc["parameters"]["axes"]["mib"]
-    rows, cols = [], {"save_ms": [], "restart_ms": [], "restore_ms": [], "run_ms": []}
+    rows, cols = [], ("save_ms", "restart_ms", "restore_ms", "run_ms")
     has_run = any(v.get("name") == "wpp-run" for v in doc["parameters"].get("variants", []))
     for n in mibs:
         c = {"mib": n}
@@ -1397,30 +1516,10 @@ def section_wpprestart(doc: dict, out: Output) -> list[str]:
             if vals["run_ms"] is not None and vals["restart_ms"] is not None
             else None
         )
-        for k in cols:
-            cols[k].append(vals[k])
         keys = ("heap_mib", "save_ms", "restart_ms", "restore_ms")
         keys += ("run_ms", "added") if has_run else ()
         rows.append([str(n), *(f"{vals[k]:.3g}" if vals[k] is not None else "n/a" for k in keys)])
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    lines = [("save_ms", "save"), ("restart_ms", "restart (process start to resumed)"),
-             ("restore_ms", "restore proper (runtime)")]  # fmt: skip
-    if has_run:
-        lines.append(("run_ms", "restart through pmkit wpp run"))
-    for k, label in lines:
-        ax.plot(mibs, [x if x is not None else float("nan") for x in cols[k]], marker="o",
-                label=label)  # fmt: skip
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("heap held by the program (MiB)")
-    ax.set_ylabel("milliseconds")
-    ax.set_title("WPP save and restart time against state size")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, frameon=False)
-    fig.text(0.5, 0.005, machine_line(doc), ha="center", va="bottom", fontsize=8, color="#444444")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    path = out.figures / "wpprestart.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    fig = figure_wpprestart(doc, out, has_run)
     return [
         *section_intro(doc, "wpprestart: save and restart time against state size"),
         "Medians:",
@@ -1440,7 +1539,7 @@ def section_wpprestart(doc: dict, out: Output) -> list[str]:
             if has_run
             else []
         ),
-        f"![save and restart time]({out.link(path)})",
+        *out.figure("save and restart time", fig),
     ]
 
 
@@ -1501,14 +1600,23 @@ def section_arpsim(doc: dict, out: Output) -> list[str]:
         miss[w] = {m: (run_field_median(doc, m, {"workload": w}, "miss_rate") or 0) / base
                    if base else None for m in ARP_MODELS}  # fmt: skip
     others = ARP_MODELS[1:]
+
+    def miss_stat(w: str, m: str) -> Stat | None:
+        """The miss ratio the table quotes (of the medians), whiskers from each repetition's."""
+        a = run_field_values(doc, m, {"workload": w}, "miss_rate")
+        b = run_field_values(doc, "scp", {"workload": w}, "miss_rate")
+        return stat([a[k] / b[k] for k in a if b.get(k)], miss[w][m])
+
     fig4 = figure_ratio_bars(
-        doc, out, "arpsim-time", ws, [(m, [time[w][m] for w in ws]) for m in others],
+        doc, out, "arpsim-time", ws,
+        [(m, [stat(paired_ratios(doc, m, "scp", {"workload": w})) for w in ws]) for m in others],
         "execution time / SCP (lower is better)",
         "Simulated execution time normalised to SCP (cf. the paper's Figure 4)",
     )  # fmt: skip
     fig5 = figure_ratio_bars(
-        doc, out, "arpsim-miss", ws, [(m, [miss[w][m] for w in ws]) for m in others],
+        doc, out, "arpsim-miss", ws, [(m, [miss_stat(w, m) for w in ws]) for m in others],
         "row-buffer miss rate / SCP", "Row-buffer miss rate normalised to SCP (cf. Figure 5)",
+        spread_note(doc, "ratio of the medians", "min–max of the per-repetition ratios"),
     )  # fmt: skip
     trows = [[w, *(fmt_ratio(time[w][m]) for m in others),
               *(fmt_ratio(miss[w][m]) for m in others)] for w in ws]  # fmt: skip
@@ -1540,9 +1648,9 @@ def section_arpsim(doc: dict, out: Output) -> list[str]:
             ["workload", *(f"time {m}" for m in others), *(f"miss {m}" for m in others)], trows
         ),  # fmt: skip
         "",
-        f"![simulated execution time]({out.link(fig4)})",
+        *out.figure("simulated execution time", fig4),
         "",
-        f"![row-buffer miss rate]({out.link(fig5)})",
+        *out.figure("row-buffer miss rate", fig5),
     ]
 
 
@@ -1559,7 +1667,7 @@ def section_arp(doc: dict, out: Output) -> list[str]:
             row.append(fmt_rate(m["median"]) if m else "n/a")
         for v in series:
             r = paired_ratio(doc, v, "scp", c)
-            series[v].append(r)
+            series[v].append(stat(paired_ratios(doc, v, "scp", c)))
             row.append(fmt_ratio(r))
         rows.append(row)
     fig = figure_ratio_bars(
@@ -1573,57 +1681,67 @@ def section_arp(doc: dict, out: Output) -> list[str]:
         "",
         *table(["workload", *variants, *(f"{v} / scp" for v in series)], rows),
         "",
-        f"![arp lowerings]({out.link(fig)})",
+        *out.figure("arp lowerings", fig),
     ]
 
 
-def real_speeds(doc: dict) -> list[tuple[str, float]]:
-    """(bar label, speed against the program's baseline) of every measured program and
+def real_speeds(doc: dict) -> list[tuple[str, Stat, int]]:
+    """(bar label, speed against the program's baseline, rounds) of every measured program and
     variant of a real-<mode> results file: a throughput ratio as it is, a run-time ratio
-    inverted (each workload of a batch program a bar of its own)."""
+    inverted (each workload of a batch program a bar of its own). The speed is the ratio of
+    the medians the tier quotes, its whiskers the lowest and highest ratio of one round (the
+    variants ran one after the other in each round) where the file keeps the rounds' numbers
+    (rounds = 0 where it keeps only medians)."""
+
+    def rounds(xs: list[float], base: list[float], value: float) -> tuple[Stat, int]:
+        per = [x / b for x, b in zip(xs, base, strict=False) if b]
+        return stat(per, value), len(per)
+
     bars = []
     for name, r in doc["programs"].items():
         ratio = r.get("throughput_ratio_wpp_to_native") or r.get("throughput_ratio")
         if isinstance(ratio, dict):
-            bars += [(f"{name} {v}", x) for v, x in ratio.items() if v != "volatile"]
+            runs = r.get("throughput", {}).get("runs", {})
+            first = next(iter(runs), None)
+            bars += [(f"{name} {v}", *rounds(runs.get(v, []), runs.get(first, []), x))
+                     for v, x in ratio.items() if v != "volatile"]  # fmt: skip
         elif ratio:
-            bars.append((name, ratio))
+            runs = r.get("throughput_ops_per_sec", {})
+            bars.append((name, *rounds(runs.get("wpp", []), runs.get("native", []), ratio)))
         for part, x in (r.get("time_ratio_wpp_to_native") or {}).items():
-            bars.append((f"{name} {part}", 1 / x))
+            bars.append((f"{name} {part}", (1 / x, 1 / x, 1 / x), 0))
     return bars
 
 
-def figure_real(doc: dict, out: Output) -> Path | None:
+def figure_real(doc: dict, out: Output) -> Figure | None:
     bars = real_speeds(doc)
     if not bars:
         return None
     mode = doc["benchmark"].split("-", 1)[1]
     base = "native" if mode == "wpp" else "volatile"
-    fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.28 * len(bars)))
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH[0], 1.2 + 0.28 * len(bars)))
     ys = range(len(bars))
-    colors = [COLORS["pmdk"] if "pmdk" in b else COLORS.get(mode, "#1f5fa8") for b, _ in bars]
-    ax.barh(ys, [x for _, x in bars], color=colors)
-    for y, (_, x) in zip(ys, bars, strict=True):
-        ax.text(x, y, f" {x:.2f}x", va="center", fontsize=7)
-    ax.set_yticks(list(ys))
-    ax.set_yticklabels([b for b, _ in bars], fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(1.0, color="#444", linewidth=0.8)
-    xs = [x for _, x in bars]
-    if max(xs + [1.0]) / min(xs + [1.0]) >= 10:  # the pool modes: a few percent to 1x
-        ax.set_xscale("log")
-        ax.set_xlabel(f"speed against the {base} build (log scale; 1 = as fast)")
-    else:
-        ax.set_xlim(0, max(xs + [1.0]) * 1.15)
-        ax.set_xlabel(f"speed against the {base} build (1 = as fast)")
-    m = doc["machine"]
-    ax.set_title(f"Real programs under {mode} mode ({m.get('cpu_model', '?')[:40]})", fontsize=9)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    path = out.figures / f"{doc['benchmark']}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    colors = [COLORS["pmdk"] if "pmdk" in b else COLORS.get(mode, "#1f5fa8") for b, _, _ in bars]
+    ax.barh(ys, [st[0] for _, st, _ in bars], color=colors)
+    whiskers(ax, [(y, st) for y, (_, st, _) in zip(ys, bars, strict=True)], horizontal=True)
+    for y, (_, st, _) in zip(ys, bars, strict=True):
+        ax.annotate(f"{st[0]:.2f}×" if st[0] >= 0.1 else f"{st[0]:.2g}×", (st[2], y),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
+                    bbox=LABEL_BOX)  # fmt: skip
+    ax.set_yticks(list(ys), [b for b, _, _ in bars], fontsize=8)
+    ax.set_ylim(len(bars) - 0.5, -0.5)  # the first program on top
+    drawn = [v for _, st, _ in bars for v in st]
+    ratio_axis(ax, drawn + [max(drawn) * 1.15], f"speed against the {base} build, 1× = as fast",
+               axis="x")  # fmt: skip
+    ax.set_title(f"Real programs under {mode} mode", fontsize=10)
+    counts = sorted({n for _, _, n in bars if n})
+    bare = sorted({b.split()[0] for b, _, n in bars if not n})
+    spread = "ratio of the medians"
+    if counts:
+        spread = f"{'/'.join(map(str, counts))} rounds: {spread}, whiskers min–max of the rounds"
+    if bare:
+        spread += f"; {', '.join(bare)}: medians only, no spread"
+    return finish_figure(fig, doc, out, doc["benchmark"], spread)
 
 
 def section_real(doc: dict, out: Output) -> list[str]:
@@ -1703,7 +1821,7 @@ def section_real(doc: dict, out: Output) -> list[str]:
     )
     fig = figure_real(doc, out)
     if fig:
-        lines += ["", f"![speed against the baseline build]({out.link(fig)})"]
+        lines += ["", *out.figure("speed against the baseline build", fig)]
     lines += ["", "What a user did to build each (besides the program's own build):", ""]
     lines += [f"- **{n}**: {r['glue']}" for n, r in doc["programs"].items()]
     lines += ["", "Verdicts as the tier printed them:", ""]

@@ -1,20 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`pmkit bench`: usage errors, and a tiny suite run whose JSON the report turns into the suite's
-table and figures."""
+"""`pmkit bench`: usage errors, a tiny suite run whose JSON the report turns into the suite's
+table and figures, and the report's figures from results files written here (nothing run)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 
 import pytest
 from conftest import BUILD, ROOT
 
-pytestmark = pytest.mark.skipif(
+needs_benchmarks = pytest.mark.skipif(
     not (BUILD / "bench" / "hashmap" / "bench_hashmap-volatile").exists(),
     reason="benchmarks not built (PMKIT_BUILD_BENCH)",
 )
 
 
+@needs_benchmarks
 def test_usage(run):
     r = run("bench")
     assert r.returncode == 2 and "bench needs an action: run or report" in r.stderr
@@ -33,6 +36,7 @@ def test_usage(run):
     assert r.returncode == 2 and "unknown suite" in r.stderr
 
 
+@needs_benchmarks
 def test_suite_run_and_report(run, tmp_path):
     results = tmp_path / "results"
     r = run(
@@ -54,3 +58,73 @@ def test_suite_run_and_report(run, tmp_path):
     assert (out.parent / "figures" / "suite-normalised-1t.png").exists()
     assert (out.parent / "figures" / "suite-threads.png").exists()
     assert ROOT.exists()
+
+
+def arp_results(repetitions: int, dirty: bool) -> dict:
+    """A bench/run.py results file of the arp benchmark: scp and eadr on two workloads, eadr
+    twice as fast as scp in the first repetition, then 10% faster, then 10% slower."""
+    runs, medians = [], []
+    for w in ("cq", "pc"):
+        per = {"scp": [], "eadr": []}
+        for k in range(repetitions):
+            for v, x in (("scp", 1000.0), ("eadr", 2000.0 * (1 + 0.1 * ((k + 1) % 3 - 1)))):
+                runs.append({"repetition": k, "order": 0, "config": {"workload": w},
+                             "variant": v, "result": {"ops_per_sec": x}})  # fmt: skip
+                per[v].append(x)
+        for v, xs in per.items():
+            mid = sorted(xs)[len(xs) // 2]
+            medians.append({"config": {"workload": w}, "variant": v, "n": len(xs),
+                            "median": mid, "min": min(xs), "max": max(xs)})  # fmt: skip
+    return {
+        "schema": 1, "benchmark": "arp", "description": "test", "date": "2031-02-03T04:05:06+00:00",
+        "machine": {"cpu_model": "Test CPU 9000", "cores": 3},
+        "commit": {"sha": "0123456789abcdef" * 2, "dirty": dirty},
+        "parameters": {
+            "repetitions": repetitions, "seconds": 1,
+            "metric": {"field": "ops_per_sec", "unit": "tasks per second"},
+            "axes": {"workload": ["cq", "pc"]},
+            "variants": [{"name": "scp"}, {"name": "eadr"}],
+        },
+        "runs": runs, "medians": medians,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("repetitions", "dirty", "spread"),
+    [
+        (3, False, "3 repetitions: median of the per-repetition ratios, whiskers min–max"),
+        (1, True, "1 repetition, no spread"),
+    ],
+)
+def test_report_figure_captions(run, tmp_path, repetitions, dirty, spread):
+    """Each figure's caption, drawn into it and under it in the page, names the machine, the
+    commit, the date and the repetitions (or says there is no spread)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "arp.json").write_text(json.dumps(arp_results(repetitions, dirty)))
+    out = tmp_path / "docs" / "results.md"
+    r = run("bench", "report", "--results-dir", str(results), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    commit = "commit 0123456789" + (" with uncommitted changes" if dirty else "")
+    line = f"*Test CPU 9000, 3 cores; {commit}; run 2031-02-03; {spread}.*"
+    assert f"![arp lowerings](figures/arp-x86.png)\n\n{line}\n" in md
+    assert "| cq | 1 k | 2 k | 2.00× |" in md  # the numbers of the text as they were
+    assert (out.parent / "figures" / "arp-x86.png").stat().st_size > 10_000
+
+
+def test_report_ratio_ticks_and_whiskers(monkeypatch):
+    """Log ratio axes get a few readable majors; a ratio bar spans its repetitions' ratios."""
+    spec = importlib.util.spec_from_file_location("report", ROOT / "bench" / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "report", report)
+    spec.loader.exec_module(report)
+    assert report.log_ticks(0.33, 4.2) == [0.5, 1, 2]
+    assert report.log_ticks(0.013, 1.3) == [0.02, 0.05, 0.1, 0.2, 0.5, 1]
+    assert report.log_ticks(1e4, 1e9) == [1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+    assert len(report.log_ticks(0.85, 1.2)) >= 3
+    doc = arp_results(3, False)
+    ratios = report.paired_ratios(doc, "eadr", "scp", {"workload": "cq"})
+    assert sorted(ratios) == pytest.approx([1.8, 2.0, 2.2])
+    assert report.stat(ratios) == pytest.approx((2.0, 1.8, 2.2))
+    assert report.stat([], 1.5) == (1.5, 1.5, 1.5) and report.stat([]) is None
