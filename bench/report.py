@@ -168,7 +168,8 @@ def provenance(doc: dict) -> list[str]:
         f"{m.get('libc', 'libc ?')}",
         f"- Build: CMAKE_BUILD_TYPE={m.get('build_type') or '(empty)'}, "
         f"{Path(m.get('c_compiler', '?')).name}",
-        f"- Commit: `{sha[:12]}`{dirty}; run {doc['date']}, {doc.get('duration_s', '?')} s",
+        f"- Commit: `{sha[:12]}`{dirty}; run {doc['date']}"
+        + (f", {doc['duration_s']} s" if doc.get("duration_s") is not None else ""),
         f"- Runs: {p['repetitions']} repetition(s) × "
         + (f"{p['seconds']} s per run" if p.get("seconds") is not None else "fixed work per run")
         + ", variants interleaved (order rotated per configuration); medians over repetitions",
@@ -1852,6 +1853,35 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
 }
 
 
+def one_run(docs: list[dict]) -> list[str]:
+    """Whether every section comes from one machine and commit (as `make bench` makes them);
+    if not, which sections come from which, so that no one compares across them unawares."""
+    runs: dict[tuple, list[str]] = {}
+    for d in docs:
+        m, c = d["machine"], d["commit"]
+        key = (m.get("cpu_model", "?"), m.get("cores", "?"), c.get("sha", "unknown")[:12],
+               bool(c.get("dirty")))  # fmt: skip
+        runs.setdefault(key, []).append(d["benchmark"])
+    dates = sorted(d["date"][:10] for d in docs)
+
+    def name(k: tuple) -> str:
+        return f"{k[0]}, {k[1]} cores, commit `{k[2]}`" + (" with changes" if k[3] else "")
+
+    if len(runs) == 1:
+        (k,) = runs
+        when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+        return [f"Every section below was measured on one machine, from one commit: {name(k)} "
+                f"({when}).", ""]  # fmt: skip
+    return [
+        f"**Not one run: these sections come from {len(runs)} machine/commit combinations**, "
+        "and numbers from different ones should not be compared (`make bench` measures every "
+        "section in one run):",
+        "",
+        *(f"- {name(k)}: {', '.join(v)}" for k, v in runs.items()),
+        "",
+    ]
+
+
 def render(docs: list[dict], out: Output) -> str:
     order = list(SECTIONS)
     docs = sorted(
@@ -1872,6 +1902,7 @@ def render(docs: list[dict], out: Output) -> str:
     ]
     if not docs:
         lines += ["No results yet: run `python bench/run.py`.", ""]
+    lines += one_run(docs)
     for doc in docs:
         section = SECTIONS.get(doc["benchmark"], section_generic)
         lines += section(doc, out) + [""]

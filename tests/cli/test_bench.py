@@ -111,6 +111,19 @@ def test_report_figure_captions(run, tmp_path, repetitions, dirty, spread):
     assert f"![arp lowerings](figures/arp-x86.png)\n\n{line}\n" in md
     assert "| cq | 1 k | 2 k | 2.00× |" in md  # the numbers of the text as they were
     assert (out.parent / "figures" / "arp-x86.png").stat().st_size > 10_000
+    # the page says whether its sections come from one run (here one file: they do)
+    assert (
+        "Every section below was measured on one machine, from one commit: Test CPU 9000, "
+        "3 cores, commit `0123456789" in md
+    )
+    other = arp_results(repetitions, dirty)
+    other["benchmark"], other["commit"]["sha"] = "arpsim", "fedcba9876543210"
+    (results / "arpsim.json").write_text(json.dumps(other))
+    r = run("bench", "report", "--results-dir", str(results), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "**Not one run: these sections come from 2 machine/commit combinations**" in out.read_text()
+    )
 
 
 def test_report_ratio_ticks_and_whiskers(monkeypatch):
