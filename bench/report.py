@@ -1958,7 +1958,15 @@ def run(args: argparse.Namespace) -> int:
     md = Path(args.out)
     out = Output(md=md, figures=md.parent / "figures")
     out.figures.mkdir(parents=True, exist_ok=True)
-    md.write_text(render(docs, out))
+    text = render(docs, out)
+    md.write_text(text)
+    # A figure no section drew this time (a benchmark gone, a program that failed) is not
+    # left behind to be taken for a result of these files.
+    drawn = set(re.findall(r"\]\(([^)]+\.png)\)", text))
+    for f in sorted(out.figures.glob("*.png")):
+        if out.link(f) not in drawn:
+            f.unlink()
+            print(f"report.py: removed {f}, which no section draws now", file=sys.stderr)
     print(f"report.py: wrote {md} from {len(docs)} results file(s)", file=sys.stderr)
     return 0
 

@@ -103,8 +103,12 @@ def test_report_figure_captions(run, tmp_path, repetitions, dirty, spread):
     results.mkdir()
     (results / "arp.json").write_text(json.dumps(arp_results(repetitions, dirty)))
     out = tmp_path / "docs" / "results.md"
+    stale = out.parent / "figures" / "gone.png"  # drawn by an earlier report, by nothing now
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"png")
     r = run("bench", "report", "--results-dir", str(results), "--out", str(out))
     assert r.returncode == 0, r.stderr
+    assert not stale.exists()
     md = out.read_text()
     commit = "commit 0123456789" + (" with uncommitted changes" if dirty else "")
     line = f"*Test CPU 9000, 3 cores; {commit}; run 2031-02-03; {spread}.*"
