@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential cmake ninja-build git pkg-config python3 python3-venv
       clang-16 llvm-16-dev llvm-16-tools libclang-rt-16-dev clang-format-16 lld-16
       libpmemobj-dev libpmem-dev musl-tools valgrind
-      dpkg-dev autoconf automake libtool debian-archive-keyring)
+      dpkg-dev autoconf automake libtool debian-archive-keyring zsh)
 
 missing=()
 for p in "${PKGS[@]}"; do

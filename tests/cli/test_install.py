@@ -59,7 +59,7 @@ def test_installed_layout(prefix):
 def test_man_pages_and_completion(prefix):
     """A man page per command of pmkit's command tree, every option of it in the page, and
     bash completion that completes commands and options (the explorer's included), all
-    installed from the one tree."""
+    installed from the one tree (zsh: test_zsh_completion)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     os.environ.setdefault("PMKIT_BUILD_DIR", str(ROOT / "build"))
     import cli_docs
@@ -95,6 +95,40 @@ def test_man_pages_and_completion(prefix):
     assert complete("pmkit", "pool", "info", str(page)[:-4]) == [str(page)]
     assert complete("pmkit", "explore", "--trace", str(page)[:-4]) == [str(page)]
     assert (prefix / "share" / "zsh" / "vendor-completions" / "_pmkit").exists()
+
+
+# Typed into an interactive zsh on a pseudo-terminal (zsh's zpty), with the installed _pmkit
+# in its fpath: each line a text to type with a tab, then what the line must end up showing.
+ZSH_SESSION = r"""
+zmodload zsh/zpty
+zpty z 'TERM=dumb zsh -f -i'
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; pmkit() {}"
+out=
+type() {  # type $1 and a tab, read until $2 shows (5 s at most)
+  zpty -w -n z "$1"$'\t'
+  for i in {1..50}; do
+    zpty -r -t z chunk && out+=$chunk
+    [[ ${out//$'\b'/} == *"$2"* ]] && return 0
+    sleep 0.1
+  done
+  print -r -- "did not complete '$1' to '$2': ${out[-300,-1]}"
+  return 1
+}
+type 'pmkit expl' 'pmkit explore ' && type '--requ' '--require-exhaustive ' &&
+  zpty -w z $'\C-u' && type 'pmkit pool in' 'pool info ' && print ok
+zpty -d z
+"""
+
+
+def test_zsh_completion(prefix, tmp_path):
+    """The installed zsh completion completes commands and the explorer's options in a real
+    interactive zsh (the completion file is generated from the same tree as bash's)."""
+    script = tmp_path / "session.zsh"
+    script.write_text(ZSH_SESSION)
+    comp = prefix / "share" / "zsh" / "vendor-completions"
+    r = subprocess.run(["zsh", "-f", str(script), str(comp)], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert r.stdout.strip().endswith("ok"), r.stdout[-500:] + r.stderr
 
 
 def test_find_package(prefix, tmp_path):
