@@ -13,6 +13,7 @@ raw results. Exit status 1 if any check failed; every verdict line says what it 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -20,7 +21,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -674,8 +677,8 @@ def main() -> int:
     ap.add_argument(
         "--workdir",
         type=Path,
-        default=Path("/dev/shm/pmkit-real"),
-        help="each program's work folder goes here, kept when it fails (default %(default)s)",
+        help="each program's work folder goes here, kept when it fails (default: a new folder "
+        "/dev/shm/pmkit-real-XXXX for this run; a folder another run is using is refused)",
     )
     ap.add_argument("--json", type=Path, help="write the raw results here")
     ap.add_argument(
@@ -687,6 +690,23 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown program(s) {unknown}; known: {', '.join(PROGRAMS)}")
     chosen = [PROGRAMS[n] for n in names if not a.quick or PROGRAMS[n].quick_trials]
+    if not chosen:  # (a run that checks nothing must not say "0 of 0 passed")
+        ap.error(f"--quick runs none of {', '.join(names)}: the quick subset is "
+                 f"{', '.join(n for n, p in PROGRAMS.items() if p.quick_trials)}")  # fmt: skip
+    # Two runs must not share work folders (make test's quick tier once removed a folder the
+    # full tier of another checkout was crashing in): a folder of this run's own, or a given
+    # one locked for the run.
+    own = a.workdir is None  # a folder of this run's own is removed when every program passed
+    if own:
+        shm = Path("/dev/shm")
+        a.workdir = Path(tempfile.mkdtemp(prefix="pmkit-real-", dir=shm if shm.is_dir() else None))
+    a.workdir.mkdir(parents=True, exist_ok=True)
+    lock = open(a.workdir / ".lock", "w")  # noqa: SIM115 (held until the process ends)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        ap.error(f"--workdir {a.workdir} is in use by another run of the tier")
+    say(f"work folders in {a.workdir}")
     results, bad = {}, []
     t_all = time.monotonic()
     machine = harness().machine_info(ROOT / "build")
@@ -707,11 +727,20 @@ def main() -> int:
             bad.append(p.name)
             results[p.name] = {"failed": str(e)}
             say(f"[{i}/{len(chosen)}] {p.name}: FAILED: {e} (work kept in {work})")
+        except Exception as e:  # a fault of the harness: said as one, and the others still run
+            bad.append(p.name)
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            at = f"{Path(where.filename).name}:{where.lineno}"
+            why = f"harness error: {type(e).__name__}: {e} ({at})"
+            results[p.name] = {"failed": why}
+            say(f"[{i}/{len(chosen)}] {p.name}: FAILED: {why} (work kept in {work})")
     if a.json:
         a.json.write_text(json.dumps(results, indent=2) + "\n")
     if a.results and not a.quick:
         write_results(results, {p.name: p for p in chosen}, machine)
     took = time.monotonic() - t_all
+    if not bad and own:
+        shutil.rmtree(a.workdir, ignore_errors=True)
     say(f"real programs: {len(chosen) - len(bad)} of {len(chosen)} passed in {took:.0f} s")
     return 1 if bad else 0
 
