@@ -58,12 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.UTC)
     machine, commit = harness.machine_info(build), harness.git_commit()
     runs = []
-    total, done = args.repetitions * len(WORKLOADS), 0
+    bar = harness.Progress(args.repetitions * len(WORKLOADS), "arpsim")
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(dir=shm, prefix="pmkit-arpsim-") as work:
         for rep in range(args.repetitions):
             for w in WORKLOADS:
-                harness.progress(done, total, f"rep {rep + 1} {w}")
                 trace, out = Path(work) / f"{w}.trace", Path(work) / f"{w}.json"
                 env = dict(harness.base_env(), PMKIT_TRACE=str(trace))
                 cmd = [str(traced), w, "--ops", str(args.ops), "--seed", str(rep + 1),
@@ -93,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                     })  # fmt: skip
                 trace.unlink()
                 Path(f"{work}/{w}.pool").unlink(missing_ok=True)
-                done += 1
-        harness.progress(done, total, "done")
-        print(file=sys.stderr)
+                bar.step(f"rep {rep + 1}/{args.repetitions} {w}: simulated under every model")
     medians = []
     for w in WORKLOADS:
         for m in MODELS:
