@@ -1837,12 +1837,21 @@ int Engine::run() {
   // program's source lines). Distinct bugs come first: one failure of each
   // first lost line, then one of each group (first lost write, latest kept
   // after it), then the rest.
-  // In the order of the trace, not of the checks' completion: the same run
-  // reports the same failures first.
+  // In the order of the trace and then of the writes each image lost, not
+  // of the checks' completion nor of the images' content (a pool's header
+  // differs from run to run): the same run reports the same failures first.
+  auto lostOrder = [](const JobInfo &j) {
+    std::vector<std::pair<uint32_t, uint32_t>> v;
+    for (const Choice &c : j.choices)
+      v.emplace_back(c.ui, c.k);
+    return v;
+  };
   std::stable_sort(failures.begin(), failures.end(),
-                   [](const Failure &a, const Failure &b) {
-                     return std::tie(a.info.pos, a.info.hash) <
-                            std::tie(b.info.pos, b.info.hash);
+                   [&](const Failure &a, const Failure &b) {
+                     if (a.info.pos != b.info.pos || a.info.torn != b.info.torn)
+                       return std::tie(a.info.pos, a.info.torn) <
+                              std::tie(b.info.pos, b.info.torn);
+                     return lostOrder(a.info) < lostOrder(b.info);
                    });
   std::vector<size_t> order;
   {
