@@ -9,7 +9,7 @@
  * simulator). Built without the pass, a persistent release or sequence
  * point still orders the flushes the program issued itself.
  */
-#include "../core/internal.h"
+#include "../core/mode.h"
 #include "pmkit/abi.h"
 #include "pmkit/trace_format.h"
 
@@ -30,3 +30,6 @@ void __pmkit_arp_seqpoint(uint32_t flags) {
   if (!(flags & PMKIT_SYNC_VOLATILE))
     pmk_fence();
 }
+
+/* Nothing to recover: arp mode keeps no state of its own in the pool. */
+PMK_HIDDEN const struct pmk_mode pmk_arp_mode = {"arp", 0, NULL};

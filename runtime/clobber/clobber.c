@@ -22,15 +22,16 @@
  * (modules built with -pmkit-clobber-domain=eadr): the same order with the
  * flushes and fences gone, the core's too (such a module sets the domain).
  * Entry points: __pmkit_clobber_enter,
- * __pmkit_clobber_log, __pmkit_clobber_exit, pmk_clobber_recover_slot
- * (twice per slot: restore, then re-execute).
+ * __pmkit_clobber_log, __pmkit_clobber_exit, and pmk_clobber_mode, whose
+ * recover pmkit_recover calls (two passes over the slots: restore, then
+ * re-execute).
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/mode.h"
 
 /* Bytes of a thread's log block: header, vlog, clobber entries. */
 #define LOG_BYTES (1u << 20)
@@ -598,7 +599,7 @@ int pmkit_clobber_inflight_get(pmkit_pool *p, unsigned id,
  * its completed update was lost. A crash between the passes leaves sections
  * in flight with retired entries: the next recovery restores nothing more
  * and re-executes them. Returns 1 for a section recovered in this pass. */
-int pmk_clobber_recover_slot(pmkit_pool *p, unsigned id, int reexecute) {
+static int recover_slot(pmkit_pool *p, unsigned id, int reexecute) {
   pmkit_ctx *c;
   struct log_blk *l;
   uint32_t kind;
@@ -665,3 +666,19 @@ out:
   pmkit_ctx_release(c);
   return r;
 }
+
+static int recover(pmkit_pool *p) {
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
+      int r = recover_slot(p, id, pass);
+      if (r < 0)
+        return r;
+      n += r;
+    }
+  return n;
+}
+
+/* After ssapp's (order 0): a slot ssapp mode used may still hold a clobber
+ * owner mark from an earlier section, which recover_slot would misread. */
+PMK_HIDDEN const struct pmk_mode pmk_clobber_mode = {"clobber", 1, recover};

@@ -222,19 +222,30 @@ int pmkit_recover(pmkit_pool *p) {
     return pmk_err(PMKIT_E_INVAL, "pmkit_recover: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)
     return pmk_err(PMKIT_E_STATE, "pool is open for inspection only");
-  /* ssapp first: its slots may still hold a clobber-mode owner mark from
-   * an earlier section, which the clobber runtime would misread. */
-  int n = pmk_ssapp_recover(p);
-  if (n < 0)
-    return n;
-  /* Every interrupted section's inputs restored before any re-executes
-   * (pmk_clobber_recover_slot). */
-  for (int pass = 0; pass < 2; pass++)
-    for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
-      int r = pmk_clobber_recover_slot(p, id, pass);
+  /* Each mode's recovery once, in ascending recover_order (stable: ties in
+   * the table's order). */
+  unsigned nmodes = 0;
+  while (pmk_modes[nmodes])
+    nmodes++;
+  int n = 0;
+  for (unsigned done = 0, order = 0; done < nmodes; order++)
+    for (unsigned i = 0; i < nmodes; i++) {
+      const struct pmk_mode *m = pmk_modes[i];
+      if (m->recover_order != order)
+        continue;
+      done++;
+      if (!m->recover)
+        continue;
+      int r = m->recover(p);
       if (r < 0)
         return r;
       n += r;
     }
   return n;
+}
+
+uint64_t pmk_fase_journaled(pmkit_pool *p) { return pmk_tc(p)->nj; }
+
+void pmk_fase_replay_from(pmkit_pool *p, uint64_t entry) {
+  pmk_tc(p)->rcur = entry;
 }

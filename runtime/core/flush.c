@@ -1,39 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * flush.c -- the one boundary between pmkit and the cache-control hardware
- * (STYLE rule 5): the persistence domain, the flush instruction picked by
- * CPUID at start-up (clwb > clflushopt > clflush, overridable with
- * PMKIT_FLUSH=clwb|clflushopt|clflush|none), and the fence. Also the library
- * constructor pmk_init(), which reads every PMKIT_* variable once; public
- * entry points that may run before constructors call it lazily.
+ * flush.c -- the persistence domain and the runtime's write-backs and
+ * fences (STYLE rule 5): the write-back instruction is picked once, at
+ * start-up, from what the CPU has (the architecture's table, arch.h:
+ * clwb > clflushopt > clflush, overridable with
+ * PMKIT_FLUSH=clwb|clflushopt|clflush|none). Also the library constructor
+ * pmk_init(), which reads every PMKIT_* variable once; public entry points
+ * that may run before constructors call it lazily.
  */
-#include <cpuid.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "internal.h"
 
 int pmk_eadr;
 static pmkit_flush_t pmk_flush_kind = PMKIT_FLUSH_CLFLUSH;
+/* A write-back before the constructor ran picks the instruction first. */
+static void flush_first(const void *p);
+void (*pmk_flush_fn)(const void *p) = flush_first;
 static pthread_once_t pmk_once = PTHREAD_ONCE_INIT;
 
 void pmk_crash_init(void); /* crash.c */
 
-static int cpu_has(pmkit_flush_t k) {
-  unsigned a, b, c, d;
-  switch (k) {
-  case PMKIT_FLUSH_NONE:
-    return 1;
-  case PMKIT_FLUSH_CLFLUSH:
-    return __get_cpuid(1, &a, &b, &c, &d) && (d & (1u << 19));
-  case PMKIT_FLUSH_CLFLUSHOPT:
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23));
-  case PMKIT_FLUSH_CLWB:
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 24));
-  }
-  return 0;
+static int cpu_has(pmkit_flush_t k) { return pmk_arch.has(k); }
+
+/* The one place the kind changes: the write-back follows it. */
+static void set_kind(pmkit_flush_t k) {
+  pmk_flush_kind = k;
+  pmk_flush_fn = pmk_arch.flush_line[k];
 }
 
 static void init_once(void) {
@@ -48,11 +45,11 @@ static void init_once(void) {
     fprintf(stderr, "pmkit: PMKIT_DOMAIN=%s is not adr or eadr; using adr\n",
             d);
 #endif
-  pmk_flush_kind = PMKIT_FLUSH_CLFLUSH;
+  set_kind(PMKIT_FLUSH_CLFLUSH);
   if (cpu_has(PMKIT_FLUSH_CLWB))
-    pmk_flush_kind = PMKIT_FLUSH_CLWB;
+    set_kind(PMKIT_FLUSH_CLWB);
   else if (cpu_has(PMKIT_FLUSH_CLFLUSHOPT))
-    pmk_flush_kind = PMKIT_FLUSH_CLFLUSHOPT;
+    set_kind(PMKIT_FLUSH_CLFLUSHOPT);
   const char *f = getenv("PMKIT_FLUSH");
   if (f && *f) {
     static const pmkit_flush_t kinds[] = {PMKIT_FLUSH_NONE, PMKIT_FLUSH_CLFLUSH,
@@ -64,7 +61,7 @@ static void init_once(void) {
         continue;
       found = 1;
       if (cpu_has(kinds[i]))
-        pmk_flush_kind = kinds[i];
+        set_kind(kinds[i]);
       else
         fprintf(stderr,
                 "pmkit: PMKIT_FLUSH=%s: this CPU lacks the instruction; "
@@ -78,7 +75,7 @@ static void init_once(void) {
               f, pmkit_flush_name(pmk_flush_kind));
   }
   if (pmk_eadr)
-    pmk_flush_kind = PMKIT_FLUSH_NONE;
+    set_kind(PMKIT_FLUSH_NONE);
   pmk_crash_init();
 }
 
@@ -86,10 +83,15 @@ __attribute__((constructor)) void pmk_init(void) {
   pthread_once(&pmk_once, init_once);
 }
 
+static void flush_first(const void *p) {
+  pmk_init();
+  pmk_flush_fn(p);
+}
+
 void pmk_use_eadr(void) {
   pmk_init();
   pmk_eadr = 1;
-  pmk_flush_kind = PMKIT_FLUSH_NONE;
+  set_kind(PMKIT_FLUSH_NONE);
 }
 
 pmkit_domain_t pmkit_domain(void) {
@@ -116,34 +118,6 @@ const char *pmkit_flush_name(pmkit_flush_t k) {
   return "?";
 }
 
-/* The instructions, encoded by hand so no -m flag is needed: clwb is
- * 66 0f ae /6, clflushopt 66 0f ae /7, clflush 0f ae /7. */
-static inline void do_clwb(const void *p) {
-  __asm__ volatile(".byte 0x66, 0x0f, 0xae, 0x30" ::"a"(p) : "memory");
-}
-static inline void do_clflushopt(const void *p) {
-  __asm__ volatile(".byte 0x66, 0x0f, 0xae, 0x38" ::"a"(p) : "memory");
-}
-static inline void do_clflush(const void *p) {
-  __asm__ volatile("clflush (%0)" ::"r"(p) : "memory");
-}
-
-void pmk_flush_line(const void *p) {
-  switch (pmk_flush_kind) {
-  case PMKIT_FLUSH_CLWB:
-    do_clwb(p);
-    break;
-  case PMKIT_FLUSH_CLFLUSHOPT:
-    do_clflushopt(p);
-    break;
-  case PMKIT_FLUSH_CLFLUSH:
-    do_clflush(p);
-    break;
-  case PMKIT_FLUSH_NONE:
-    break;
-  }
-}
-
 void pmkit_flush(const void *addr, size_t len) {
 #ifndef PMKIT_FORCE_EADR
   if (pmk_flush_kind == PMKIT_FLUSH_NONE || len == 0)
@@ -168,7 +142,7 @@ __thread uint64_t pmk_sfences;
 
 void pmk_fence(void) {
   if (pmk_flush_kind != PMKIT_FLUSH_NONE) {
-    __asm__ volatile("sfence" ::: "memory");
+    pmk_arch.fence();
     pmk_sfences++;
   } else
     __asm__ volatile("" ::: "memory");

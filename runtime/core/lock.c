@@ -66,7 +66,7 @@ void pmkit_mutex_lock(pmkit_mutex *m) {
       continue;
     }
     if (spin < 64) {
-      __builtin_ia32_pause();
+      pmk_cpu_relax();
       continue;
     }
     if (s == 1 && !cas_state(w, &v, 2, gen))
@@ -107,7 +107,7 @@ void pmkit_rwlock_rdlock(pmkit_rwlock *l) {
       continue;
     }
     if (spin < 64)
-      __builtin_ia32_pause();
+      pmk_cpu_relax();
     else
       futex_wait(&l->state, s);
   }
@@ -125,7 +125,7 @@ void pmkit_rwlock_wrlock(pmkit_rwlock *l) {
       continue;
     }
     if (spin < 64)
-      __builtin_ia32_pause();
+      pmk_cpu_relax();
     else
       futex_wait(&l->state, s);
   }

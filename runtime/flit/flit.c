@@ -7,7 +7,11 @@
  * runtime only provides the table, zeroed at load: no write is in flight
  * when a process starts, which is also true after a crash.
  */
+#include "../core/mode.h"
 #include "pmkit/abi.h"
 
 uint64_t __pmkit_flit_counters[PMKIT_FLIT_COUNTERS]
     __attribute__((aligned(64)));
+
+/* Nothing to recover: the counters are in DRAM. */
+PMK_HIDDEN const struct pmk_mode pmk_flit_mode = {"flit", 0, NULL};

@@ -20,7 +20,8 @@
  * is the core's pmkit_fase_begin/commit/replay. The mode assumes eADR: a
  * store is persistent once it is visible, in program order (x86-TSO), so
  * nothing here is written back. Entry points: __pmkit_ssapp_enter,
- * __pmkit_ssapp_begin, __pmkit_ssapp_exit, pmk_ssapp_recover.
+ * __pmkit_ssapp_begin, __pmkit_ssapp_exit, and pmk_ssapp_mode, whose
+ * recover pmkit_recover calls.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -29,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/internal.h"
+#include "../core/mode.h"
 
 #define MAX_FRAMES 64u /* FASEs one thread may run */
 #define MAX_HELD 64u   /* PM locks one FASE may hold at once */
@@ -326,11 +327,10 @@ void __pmkit_ssapp_exit(void) {
 int __pmkit_ssapp_alloc(void *pool, uint64_t size, void **out, uint32_t zero) {
   (void)pool; /* the FASE's: a pool handle from before a crash is stale */
   pmkit_pool *p = cur.pool;
-  struct pmk_tc *tc = pmk_tc(p);
   /* The buoy records which journal entry this allocation is, so that a
    * re-execution after a crash replays exactly it. */
   uint64_t cb = cur.frame[0] & ~(0xffull << 32);
-  put(&cur.frame[0], cb | (tc->nj + 1) << 32);
+  put(&cur.frame[0], cb | (pmk_fase_journaled(p) + 1) << 32);
   return zero ? pmkit_zalloc(p, size, out) : pmkit_alloc(p, size, out);
 }
 
@@ -664,8 +664,8 @@ static void *run_job(void *arg) {
     pmkit_ctx_release(c);
     return NULL;
   }
-  struct pmk_tc *tc = pmk_tc(j->pool);
-  tc->rcur = j->replay_all ? tc->nj : j->cursor;
+  pmk_fase_replay_from(j->pool,
+                       j->replay_all ? pmk_fase_journaled(j->pool) : j->cursor);
   cur.fase = j->fase;
   cur.pool = j->pool;
   cur.ctx = c;
@@ -716,7 +716,9 @@ static int inflight(pmkit_pool *p, unsigned id, struct job *j) {
   return 1;
 }
 
-int pmk_ssapp_recover(pmkit_pool *p) {
+/* Resume every ssapp-mode FASE in flight, one thread each: the number
+ * resumed, or a negative PMKIT_E_*. */
+static int recover(pmkit_pool *p) {
   struct job jobs[PMKIT_MAX_THREADS];
   unsigned n = 0;
   for (unsigned id = 0; id < PMKIT_MAX_THREADS; id++) {
@@ -763,3 +765,7 @@ int pmk_ssapp_recover(pmkit_pool *p) {
       return jobs[i].err;
   return (int)n;
 }
+
+/* First (order 0): its slots may still hold a clobber owner mark from an
+ * earlier section, which clobber mode's recovery would misread. */
+PMK_HIDDEN const struct pmk_mode pmk_ssapp_mode = {"ssapp", 0, recover};

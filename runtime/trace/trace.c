@@ -399,7 +399,7 @@ int32_t __pmkit_trace_atomic_begin(const void *addr) {
   int32_t s = (int32_t)(((uintptr_t)addr >> 3) & 255);
   while (atomic_exchange_explicit(&stripes[s].lock, 1, memory_order_acquire))
     while (atomic_load_explicit(&stripes[s].lock, memory_order_relaxed))
-      __builtin_ia32_pause();
+      pmk_cpu_relax();
   atomic_seq = next_seq();
   return s;
 }

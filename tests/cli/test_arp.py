@@ -77,7 +77,11 @@ def test_sim_orders_the_models(run, sps_trace, tmp_path):
     assert ppe[0] <= ppe[1] and ppe[3] <= ppe[4] and ppe[2] <= ppe[3], ppe
     assert ppe[2] >= 0.97 * ppe[1], ppe
     assert ppe[3] > ppe[1]  # the annotations and directions matter on this workload
-    assert res["ideal"]["time_ps"] < res["scp"]["time_ps"]
+    # The ideal model stalls the cores least. Its run is faster than scp's unless the busiest
+    # core's own work bounds both: a trace recorded under load, whose work allocator spun on
+    # full queues (126,538 sync ops against 61-80 thousand), ended every model at 1349.9 us.
+    assert res["ideal"]["core_stall_ps"] < res["scp"]["core_stall_ps"], res
+    assert res["ideal"]["time_ps"] <= res["scp"]["time_ps"], res
     assert len({m["persists"] for m in res.values()}) == 1
 
 
