@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// trace_reader.cpp -- libFuzzer target: the trace reader (explorer/trace.cpp)
+// trace_reader.cpp -- libFuzzer target: the trace reader (tracereader/trace.cpp)
 // on arbitrary bytes, read both ways, from memory and from a file as
 // `pmkit explore --trace` reads it. Either both refuse the input with the
 // same one-line Error, or both accept it and the result keeps the promises

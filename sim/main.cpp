@@ -7,7 +7,7 @@
 // simulates the trace under each model on one machine and prints a table:
 // persists per epoch, row-buffer miss rate and execution time, each also
 // relative to the first model given. Exit 0, or 2 with one line on bad
-// input (options: args.cpp; the trace: explorer/trace.cpp).
+// input (options: args.cpp; the trace: tracereader/trace.cpp).
 
 #include "sim.h"
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 namespace pmx {
-class Trace; // explorer/trace.h
+class Trace; // tracereader/trace.h
 }
 
 namespace pms {

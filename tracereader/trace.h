@@ -6,8 +6,8 @@
 // images and the location and mark strings. Built as the static library
 // pmkit-trace-reader (trace.cpp).
 
-#ifndef PMKIT_EXPLORER_TRACE_H
-#define PMKIT_EXPLORER_TRACE_H
+#ifndef PMKIT_TRACEREADER_TRACE_H
+#define PMKIT_TRACEREADER_TRACE_H
 
 #include "pmkit/trace_format.h"
 
@@ -150,4 +150,4 @@ uint64_t sparseChecksum(const uint8_t *img, uint64_t size,
 
 } // namespace pmx
 
-#endif // PMKIT_EXPLORER_TRACE_H
+#endif // PMKIT_TRACEREADER_TRACE_H

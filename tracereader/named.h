@@ -5,8 +5,8 @@
 // {name, make} by the name an option gave, or throws an Error that lists
 // the names there are.
 
-#ifndef PMKIT_EXPLORER_NAMED_H
-#define PMKIT_EXPLORER_NAMED_H
+#ifndef PMKIT_TRACEREADER_NAMED_H
+#define PMKIT_TRACEREADER_NAMED_H
 
 #include "trace.h" // pmx::Error
 
@@ -30,4 +30,4 @@ auto makeNamed(const Table &table, const std::string &name, const char *what)
 
 } // namespace pmx
 
-#endif // PMKIT_EXPLORER_NAMED_H
+#endif // PMKIT_TRACEREADER_NAMED_H
