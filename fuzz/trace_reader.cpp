@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// trace_reader.cpp -- libFuzzer target: the trace reader (tracereader/trace.cpp)
-// on arbitrary bytes, read both ways, from memory and from a file as
-// `pmkit explore --trace` reads it. Either both refuse the input with the
-// same one-line Error, or both accept it and the result keeps the promises
-// the explorer and the simulator build on: events in seq order, thread ids
-// below `threads`, every write inside one pool, payloads inside the input.
+// trace_reader.cpp -- libFuzzer target: the trace reader
+// (tracereader/trace.cpp) on arbitrary bytes, read both ways, from memory and
+// from a file as `pmkit explore --trace` reads it. Either both refuse the input
+// with the same one-line Error, or both accept it and the result keeps the
+// promises the explorer and the simulator build on: events in seq order, thread
+// ids below `threads`, every write inside one pool, payloads inside the input.
 
 #include "trace.h"
 
