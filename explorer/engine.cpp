@@ -2205,6 +2205,27 @@ void Engine::report(double secs) {
       printf("  (%zu more pairs in the JSON report)\n", vs.size() - 20);
     js += "]}";
   }
+  // An arp-mode program explored under another model: the lowering it was
+  // traced in orders more than ARP promises, so its release bugs cannot
+  // show, and an ok would say more than was checked.
+  size_t persistentSyncs = 0;
+  for (const Event &e : T.events)
+    if ((e.kind == PMKIT_EV_RELEASE || e.kind == PMKIT_EV_SEQPOINT) &&
+        !(e.aux & PMKIT_SYNC_VOLATILE))
+      persistentSyncs++;
+  std::string arpNote;
+  if (persistentSyncs && std::string(M->name()) != "arp") {
+    arpNote = "the trace holds " + std::to_string(persistentSyncs) +
+              " persistent releases and sequence points (an arp-mode "
+              "program): model " +
+              M->name() +
+              " checks the build as it was lowered, which orders more than "
+              "ARP promises, so a release bug (a relaxed unlock, a missing "
+              "sequence point) cannot show under it; explore it with --model "
+              "arp as well";
+    printf("\nnote: %s\n", arpNote.c_str());
+  }
+  const char *scope = arpNote.empty() ? "" : " (under the lowering, not ARP)";
   if (failed)
     printf("\nresult: FAILED: %llu of %llu crash images are inconsistent\n",
            (unsigned long long)failed, (unsigned long long)checked);
@@ -2218,14 +2239,17 @@ void Engine::report(double secs) {
            "are not the program's, so this is no verdict\n",
            (unsigned long long)checked);
   else if (exhaustive)
-    printf("\nresult: ok (exhaustive): every crash image of all %zu crash "
+    printf("\nresult: ok (exhaustive)%s: every crash image of all %zu crash "
            "points is consistent (%llu distinct images checked)\n",
-           allPoints, (unsigned long long)checked);
+           scope, allPoints, (unsigned long long)checked);
   else
-    printf("\nresult: no failure in %llu sampled images (not a proof): %s\n",
-           (unsigned long long)checked,
+    printf("\nresult: no failure in %llu sampled images (not a proof)%s: %s\n",
+           (unsigned long long)checked, scope,
            gaps(exhaustivePts, sampledPts, skippedPts).c_str());
-  js += ",\n  \"warnings\": [";
+  js += ",\n  \"notes\": [";
+  if (!arpNote.empty())
+    js += jsonStr(arpNote);
+  js += "],\n  \"warnings\": [";
   for (size_t i = 0; i < warnings.size(); i++)
     js += std::string(i ? ", " : "") + jsonStr(warnings[i]);
   js += "],\n  \"result\": " +
