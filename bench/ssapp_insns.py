@@ -8,7 +8,7 @@ binary runs under callgrind twice on a fresh pool, with N and 2N operations on o
 the difference of the instructions executed, over N, is the cost of an operation (loading the
 keys, creating the pool and the rest cancel out). Deterministic, unlike a timing.
 
-Usage: python bench/ssapp_insns.py [--build-dir DIR] [--ops N] [--only NAME]
+Usage: python bench/ssapp_insns.py [--build-dir DIR] [--ops N] [--only NAME] [--out FILE]
 """
 
 from __future__ import annotations
@@ -39,11 +39,14 @@ def stripped(binary: Path, work: Path) -> Path:
     lib = work / "lib"
     if not lib.exists():
         lib.mkdir()
-        for so in (binary.parents[2] / "runtime" / "core").glob("libpmkit.so*"):
-            if so.is_file() and not so.is_symlink():
-                for name in ("libpmkit.so.0", so.name):
-                    subprocess.run(["objcopy", "--strip-debug", str(so), str(lib / name)],
-                                   check=True)  # fmt: skip
+        built = list((binary.parents[2] / "runtime").glob("libpmkit.so*"))  # build/runtime
+        real = [so for so in built if so.is_file() and not so.is_symlink()]
+        if len(real) != 1:
+            raise SystemExit(f"ssapp_insns: expected one libpmkit in {binary.parents[2]}/runtime, "
+                             f"found {[so.name for so in real]}")  # fmt: skip
+        for name in {so.name for so in built}:  # each name the binaries may ask for
+            subprocess.run(["objcopy", "--strip-debug", str(real[0]), str(lib / name)],
+                           check=True)  # fmt: skip
     out = work / binary.name
     subprocess.run(["objcopy", "--strip-debug", str(binary), str(out)], check=True)
     return out
@@ -72,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, default=5000, help="N: runs of N and 2N operations")
     ap.add_argument("--keys", type=int, default=5000)
     ap.add_argument("--only", help="one workload")
+    ap.add_argument("--out", type=Path, default=BENCH / "results" / "ssapp-insns.json",
+                    help="where the JSON goes (default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     suites = json.loads((BENCH / "suite.json").read_text())["suites"]
     names = [args.only] if args.only else [n for s in ("ds", "tx", "lf") for n in suites[s]]
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": {"ops": args.ops, "keys": args.keys, "variants": VARIANTS, "repetitions": 1},
         "runs": rows,
     }
-    out = BENCH / "results" / "ssapp-insns.json"
+    out = args.out
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"ssapp_insns: wrote {out}", file=sys.stderr)
     return 0

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 
 from pmkit import paths
 
-# Error codes of include/pmkit/pmkit.h.
-E_INVAL, E_NOENT, E_EXIST, E_TRUNCATED, E_CORRUPT, E_FOREIGN, E_VERSION = range(-1, -8, -1)
-E_TOOSMALL, E_BUSY, E_ADDRINUSE, E_IO, E_NOMEM, E_NOSPC, E_STATE = range(-8, -15, -1)
-# Errors that mean "this file is not a good pool", as opposed to a usage or environment problem.
-VALIDATION_ERRORS = {E_TRUNCATED, E_CORRUPT, E_FOREIGN, E_VERSION}
+# Errors that mean "this file is not a good pool", as opposed to a usage or environment problem,
+# by the names pmkit_strerror gives them (the library's codes are its own: never copied here).
+VALIDATION_ERRORS = {"PMKIT_E_TRUNCATED", "PMKIT_E_CORRUPT", "PMKIT_E_FOREIGN", "PMKIT_E_VERSION"}
 
 POOL_INSPECT = 0x1
 GC_OFFSETS = 0x1

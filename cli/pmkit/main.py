@@ -112,7 +112,7 @@ def _with_pool(open_pool, work, failing=None):
             return work(p), None
     except libpmkit.PoolError as e:
         print(f"pmkit: {e.name}: {e}", file=sys.stderr)
-        return None, EXIT_FAIL if e.code in failing else EXIT_USAGE
+        return None, EXIT_FAIL if e.name in failing else EXIT_USAGE
 
 
 def cmd_pool_create(args) -> int:
@@ -136,7 +136,7 @@ def cmd_pool_info(args) -> int:
     i, err = _with_pool(
         lambda: libpmkit.Pool.open(args.path, inspect=True),
         lambda p: p.info(),
-        libpmkit.VALIDATION_ERRORS - {libpmkit.E_FOREIGN},
+        libpmkit.VALIDATION_ERRORS - {"PMKIT_E_FOREIGN"},
     )
     if err is not None:
         return err
@@ -215,7 +215,7 @@ def _pool_repair(args) -> int:
         st, notes = libpmkit.repair(args.path, dry_run=True)
     except libpmkit.PoolError as e:
         print(f"pmkit: {e.name}: {e}", file=sys.stderr)
-        return EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+        return EXIT_FAIL if e.name in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
     summary = (
         f"{st['blocks_kept']} reachable blocks kept, {st['blocks_restored']} of them marked "
         f"allocated again, {st['blocks_freed']} unreachable freed ({human(st['bytes_freed'])}); "
@@ -250,7 +250,7 @@ def _pool_repair(args) -> int:
         st, notes = libpmkit.repair(args.path, dry_run=False)
     except libpmkit.PoolError as e:
         print(f"pmkit: {e.name}: {e} (the pool before: {backup})", file=sys.stderr)
-        return EXIT_FAIL if e.code in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
+        return EXIT_FAIL if e.name in libpmkit.VALIDATION_ERRORS else EXIT_USAGE
     print(f"{args.path}: repaired (the pool before: {backup}):")
     show(notes)
     print(summary)

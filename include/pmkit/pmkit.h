@@ -32,28 +32,39 @@ extern "C" {
 
 /* ---- errors ------------------------------------------------------------ */
 
+/* Failures are negative codes of their own range, -5001 to -5014 since
+ * version 0.2 (they were -1 to -14, where they collided with -errno values:
+ * -EBADF read as PMKIT_E_BUSY); pmkit_errno gives the closest errno. */
 enum {
   PMKIT_OK = 0,
-  PMKIT_E_INVAL = -1,      /* bad argument (NULL, bad flag, bad pointer)      */
-  PMKIT_E_NOENT = -2,      /* pool file does not exist                        */
-  PMKIT_E_EXIST = -3,      /* pool file already exists (create)               */
-  PMKIT_E_TRUNCATED = -4,  /* file shorter than its header says               */
-  PMKIT_E_CORRUPT = -5,    /* header checksum or metadata inconsistent        */
-  PMKIT_E_FOREIGN = -6,    /* not a pmkit pool, or another program's layout   */
-  PMKIT_E_VERSION = -7,    /* pool made by an incompatible layout version     */
-  PMKIT_E_TOOSMALL = -8,   /* requested pool size below PMKIT_POOL_MIN_SIZE   */
-  PMKIT_E_BUSY = -9,       /* pool already open (by this or another process)  */
-  PMKIT_E_ADDRINUSE = -10, /* the pool's fixed address range is occupied     */
-  PMKIT_E_IO = -11,        /* a system call failed (see the message)          */
-  PMKIT_E_NOMEM = -12,     /* pool heap exhausted                             */
-  PMKIT_E_NOSPC = -13,     /* a fixed table is full (pools, threads, journal) */
-  PMKIT_E_STATE = -14,     /* call not valid in the current state             */
+  PMKIT_E_INVAL = -5001,     /* bad argument (NULL, bad flag, bad pointer)    */
+  PMKIT_E_NOENT = -5002,     /* pool file does not exist                      */
+  PMKIT_E_EXIST = -5003,     /* pool file already exists (create)             */
+  PMKIT_E_TRUNCATED = -5004, /* file shorter than its header says             */
+  PMKIT_E_CORRUPT = -5005,   /* header checksum or metadata inconsistent      */
+  PMKIT_E_FOREIGN = -5006,   /* not a pmkit pool, or another program's layout */
+  PMKIT_E_VERSION = -5007,   /* pool made by an incompatible layout version   */
+  PMKIT_E_TOOSMALL = -5008,  /* requested pool size below PMKIT_POOL_MIN_SIZE */
+  PMKIT_E_BUSY = -5009, /* pool already open (by this or another process) */
+  PMKIT_E_ADDRINUSE = -5010, /* the pool's fixed address range is occupied   */
+  PMKIT_E_IO = -5011,        /* a system call failed (see the message)        */
+  PMKIT_E_NOMEM = -5012,     /* pool heap exhausted                           */
+  PMKIT_E_NOSPC = -5013, /* a fixed table is full (pools, threads, journal) */
+  PMKIT_E_STATE = -5014, /* call not valid in the current state           */
 };
 
-/* The last error message of the calling thread ("" if none). Never NULL. */
+/* The calling thread's message of its last failure. Every public function
+ * that can fail clears it on entry, so after a failure it is that call's;
+ * those that release (pmkit_pool_close, pmkit_ctx_release, pmkit_free)
+ * leave it unless they fail themselves, so an error path may call them
+ * before it reports. "" if none; never NULL. */
 PMKIT_NOTHROW const char *pmkit_errormsg(void);
 /* A short constant name for an error code, e.g. "PMKIT_E_BUSY". */
 PMKIT_NOTHROW const char *pmkit_strerror(int err);
+/* The errno value closest to a PMKIT_E_* code (PMKIT_E_BUSY: EBUSY,
+ * PMKIT_E_CORRUPT: EUCLEAN, ...); 0 for PMKIT_OK or a non-negative value,
+ * EINVAL for a value that is no PMKIT_E_* code. */
+PMKIT_NOTHROW int pmkit_errno(int err);
 
 /* ---- pools --------------------------------------------------------------- */
 

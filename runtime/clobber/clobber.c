@@ -417,6 +417,7 @@ void __pmkit_clobber_exit(void) {
 }
 
 int pmkit_clobber_stats_get(pmkit_clobber_stats *out) {
+  pmk_clear_err();
   if (!out)
     return pmk_err(PMKIT_E_INVAL, "pmkit_clobber_stats_get: NULL argument");
   memset(out, 0, sizeof *out);
@@ -568,6 +569,7 @@ static int adopt_inflight(pmkit_pool *p, unsigned id, pmkit_ctx **c,
 
 int pmkit_clobber_inflight_get(pmkit_pool *p, unsigned id,
                                pmkit_clobber_inflight *out) {
+  pmk_clear_err();
   if (!p || !out || id >= PMKIT_MAX_THREADS)
     return pmk_err(PMKIT_E_INVAL, "pmkit_clobber_inflight_get: bad argument");
   pmkit_ctx *c;
@@ -609,8 +611,8 @@ static int recover_slot(pmkit_pool *p, unsigned id, int reexecute) {
   int r = 0;
   /* PMKIT_CLOBBER_RECOVER=rollback: recovery that forgets to re-execute,
    * for showing that a checker notices a FASE that began and never ended. */
-  const char *how = getenv("PMKIT_CLOBBER_RECOVER");
-  int undo = kind == KIND_UNDO || (how && !strcmp(how, "rollback"));
+  int undo = kind == KIND_UNDO || pmk_opt_choice(PMK_OPT_CLOBBER_RECOVER) ==
+                                      1; /* reexecute|rollback */
   if (!reexecute) {
     r = roll_back(p, l, ext[EXT_SEQ], id);
     if (!r && undo) { /* the classic baseline: the FASE never ran */

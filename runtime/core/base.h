@@ -24,7 +24,12 @@ PMK_HIDDEN int pmk_err(int code, const char *fmt, ...)
  * to name the pool, say), returning code. */
 PMK_HIDDEN int pmk_err_wrap(int code, const char *pre, const char *sep,
                             const char *post);
-PMK_HIDDEN void pmk_clear_err(void);
+/* Set by pmk_err, cleared at the entry of every public function that can
+ * fail: whether the message is the calling thread's last failure. In
+ * static TLS, so that clearing it is one store on the fast paths. */
+PMK_HIDDEN extern __thread unsigned char pmk_has_msg
+    __attribute__((tls_model("initial-exec")));
+static inline void pmk_clear_err(void) { pmk_has_msg = 0; }
 
 /* FNV-1a 64 (pool.c). */
 PMK_HIDDEN uint64_t pmk_fnv1a(const void *p, size_t n);

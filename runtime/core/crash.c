@@ -46,54 +46,33 @@ static void write_report(void) {
   fclose(f);
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt) {
-  const char *v = getenv(name);
-  if (!v || !*v)
-    return dflt;
-  char *end;
-  unsigned long long x = strtoull(v, &end, 0);
-  if (*end) {
-    fprintf(stderr, "pmkit: %s=%s is not a number; ignored\n", name, v);
-    return dflt;
-  }
-  return x;
-}
-
 enum { POINTS_FENCES = 1, POINTS_STORES = 2 };
 
 static int points_of(void) {
-  const char *v = getenv("PMKIT_CRASH_POINTS");
-  if (!v || !*v || !strcmp(v, "fences"))
-    return POINTS_FENCES;
-  if (!strcmp(v, "stores"))
-    return POINTS_STORES;
-  if (!strcmp(v, "all"))
-    return POINTS_FENCES | POINTS_STORES;
-  fprintf(stderr,
-          "pmkit: PMKIT_CRASH_POINTS=%s: not one of fences, stores, all\n", v);
-  _exit(2);
+  static const int points[] = {POINTS_FENCES, POINTS_STORES,
+                               POINTS_FENCES | POINTS_STORES};
+  return points[pmk_opt_choice(PMK_OPT_CRASH_POINTS)]; /* fences|stores|all */
 }
 
 _Noreturn void pmk_crash_need_stores(void) {
   fprintf(stderr,
           "pmkit: PMKIT_CRASH_POINTS=%s needs a program built with pmkit cc "
           "--trace: no instrumented code reports this program's PM stores\n",
-          getenv("PMKIT_CRASH_POINTS"));
+          pmk_opt_text(PMK_OPT_CRASH_POINTS));
   _exit(2);
 }
 
 void pmk_crash_init(void) {
   int points = points_of();
-  crash_at = env_u64("PMKIT_CRASH_AT", 0);
-  const char *seed = getenv("PMKIT_CRASH_SEED");
-  if (seed && *seed) {
-    atomic_store(&rng_state, env_u64("PMKIT_CRASH_SEED", 0));
-    crash_every = env_u64("PMKIT_CRASH_EVERY", 1000);
+  crash_at = pmk_opt_num(PMK_OPT_CRASH_AT);
+  if (*pmk_opt_text(PMK_OPT_CRASH_SEED)) {
+    atomic_store(&rng_state, pmk_opt_num(PMK_OPT_CRASH_SEED));
+    crash_every = pmk_opt_num(PMK_OPT_CRASH_EVERY);
     if (crash_every == 0)
       crash_every = 1;
   }
-  report_path = getenv("PMKIT_CRASH_REPORT");
-  if (report_path && *report_path)
+  report_path = pmk_opt_text(PMK_OPT_CRASH_REPORT);
+  if (*report_path)
     atexit(write_report);
   else
     report_path = NULL;

@@ -60,6 +60,7 @@ static int claim(pmkit_pool *p, unsigned id) {
 }
 
 int pmkit_ctx_get(pmkit_pool *p, pmkit_ctx **out) {
+  pmk_clear_err();
   if (!p || !out)
     return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_get: NULL argument");
   struct pmk_tc *tc = pmk_tc(p);
@@ -82,6 +83,7 @@ int pmkit_ctx_get(pmkit_pool *p, pmkit_ctx **out) {
 }
 
 int pmkit_ctx_adopt(pmkit_pool *p, unsigned id, pmkit_ctx **out) {
+  pmk_clear_err();
   if (!p || !out || id >= PMKIT_MAX_THREADS)
     return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_adopt: bad argument");
   if (!claim(p, id))
@@ -111,6 +113,7 @@ pmkit_ctx_state pmkit_ctx_state_of(const pmkit_ctx *c) {
 }
 
 int pmkit_ctx_peek(pmkit_pool *p, unsigned id, pmkit_ctx_state *state) {
+  pmk_clear_err();
   if (!p || !state || id >= PMKIT_MAX_THREADS)
     return pmk_err(PMKIT_E_INVAL, "pmkit_ctx_peek: bad argument");
   *state = pmkit_ctx_state_of(&p->ctx[id]);
@@ -131,6 +134,7 @@ static int fase_thread(pmkit_ctx *c, struct pmk_tc **tcp) {
 }
 
 int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
+  pmk_clear_err();
   struct pmk_tc *tc;
   int r = fase_thread(c, &tc);
   if (r)
@@ -160,6 +164,7 @@ int pmkit_fase_begin(pmkit_ctx *c, uint64_t tag) {
 }
 
 int pmkit_fase_replay(pmkit_ctx *c) {
+  pmk_clear_err();
   struct pmk_tc *tc;
   int r = fase_thread(c, &tc);
   if (r)
@@ -175,6 +180,7 @@ int pmkit_fase_replay(pmkit_ctx *c) {
 }
 
 int pmkit_fase_commit(pmkit_ctx *c) {
+  pmk_clear_err();
   struct pmk_tc *tc;
   int r = fase_thread(c, &tc);
   if (r)
@@ -199,6 +205,7 @@ int pmkit_fase_commit(pmkit_ctx *c) {
 }
 
 int pmkit_fase_abort(pmkit_ctx *c) {
+  pmk_clear_err();
   struct pmk_tc *tc;
   int r = fase_thread(c, &tc);
   if (r)
@@ -218,6 +225,7 @@ int pmkit_fase_abort(pmkit_ctx *c) {
 uint64_t pmkit_fase_tag(const pmkit_ctx *c) { return c->pm->tag; }
 
 int pmkit_recover(pmkit_pool *p) {
+  pmk_clear_err();
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_recover: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)

@@ -34,45 +34,28 @@ static void set_kind(pmkit_flush_t k) {
 }
 
 static void init_once(void) {
-  const char *d = getenv("PMKIT_DOMAIN");
 #ifdef PMKIT_FORCE_EADR
   pmk_eadr = 1;
-  (void)d;
 #else
-  if (d && !strcmp(d, "eadr"))
-    pmk_eadr = 1;
-  else if (d && *d && strcmp(d, "adr"))
-    fprintf(stderr, "pmkit: PMKIT_DOMAIN=%s is not adr or eadr; using adr\n",
-            d);
+  pmk_eadr = pmk_opt_choice(PMK_OPT_DOMAIN) == 1; /* adr|eadr */
 #endif
   set_kind(PMKIT_FLUSH_CLFLUSH);
   if (cpu_has(PMKIT_FLUSH_CLWB))
     set_kind(PMKIT_FLUSH_CLWB);
   else if (cpu_has(PMKIT_FLUSH_CLFLUSHOPT))
     set_kind(PMKIT_FLUSH_CLFLUSHOPT);
-  const char *f = getenv("PMKIT_FLUSH");
-  if (f && *f) {
-    static const pmkit_flush_t kinds[] = {PMKIT_FLUSH_NONE, PMKIT_FLUSH_CLFLUSH,
-                                          PMKIT_FLUSH_CLFLUSHOPT,
-                                          PMKIT_FLUSH_CLWB};
-    int found = 0;
-    for (unsigned i = 0; i < 4; i++) {
-      if (strcmp(f, pmkit_flush_name(kinds[i])))
-        continue;
-      found = 1;
-      if (cpu_has(kinds[i]))
-        set_kind(kinds[i]);
-      else
-        fprintf(stderr,
-                "pmkit: PMKIT_FLUSH=%s: this CPU lacks the instruction; "
-                "using %s\n",
-                f, pmkit_flush_name(pmk_flush_kind));
-    }
-    if (!found)
+  int f = pmk_opt_choice(PMK_OPT_FLUSH); /* clwb|clflushopt|clflush|none */
+  if (f >= 0) {
+    static const pmkit_flush_t kinds[] = {
+        PMKIT_FLUSH_CLWB, PMKIT_FLUSH_CLFLUSHOPT, PMKIT_FLUSH_CLFLUSH,
+        PMKIT_FLUSH_NONE};
+    if (cpu_has(kinds[f]))
+      set_kind(kinds[f]);
+    else
       fprintf(stderr,
-              "pmkit: PMKIT_FLUSH=%s is not clwb, clflushopt, clflush or "
-              "none; using %s\n",
-              f, pmkit_flush_name(pmk_flush_kind));
+              "pmkit: PMKIT_FLUSH=%s: this CPU lacks the instruction; "
+              "using %s\n",
+              pmk_opt_text(PMK_OPT_FLUSH), pmkit_flush_name(pmk_flush_kind));
   }
   if (pmk_eadr)
     set_kind(PMKIT_FLUSH_NONE);

@@ -651,6 +651,7 @@ static int fase_free(struct pmk_tc *tc, struct blk *b) {
  * -------------------------------------------------------- */
 
 int pmkit_alloc(pmkit_pool *p, size_t size, void **out) {
+  pmk_clear_err();
   if (PMK_UNLIKELY(!p || !out))
     return pmk_err(PMKIT_E_INVAL, "pmkit_alloc: NULL argument");
   struct pmk_tc *tc = pmk_tc(p);
@@ -674,6 +675,7 @@ int pmkit_alloc(pmkit_pool *p, size_t size, void **out) {
 }
 
 int pmkit_zalloc(pmkit_pool *p, size_t size, void **out) {
+  pmk_clear_err();
   int r = pmkit_alloc(p, size, out);
   if (r)
     return r;
@@ -1345,6 +1347,7 @@ int pmk_heap_check(pmkit_pool *p, pmkit_pool_info *info,
 }
 
 int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
+  pmk_clear_err();
   if (!p)
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_gc: NULL pool");
   if (p->flags & PMKIT_POOL_INSPECT)

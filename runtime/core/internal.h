@@ -5,7 +5,8 @@
  * persistent layout), persist.h (write-backs, fences, crash points, trace
  * hooks), pool.h (pool and context handles, open pools), heap.h (the
  * allocator and per-thread state) and mode.h (what the mode runtimes get,
- * and their descriptors), arch.h (the CPU's table). Everything has hidden
+ * and their descriptors), arch.h (the CPU's table), options.h
+ * (the environment variables, options.def). Everything has hidden
  * visibility (pmk_ prefix); the public surface is include/pmkit/pmkit.h. Mode
  * runtimes include mode.h only.
  */
@@ -17,6 +18,7 @@
 #include "heap.h"
 #include "layout.h"
 #include "mode.h"
+#include "options.h"
 #include "persist.h"
 #include "pool.h"
 

@@ -82,6 +82,7 @@ void pmkit_mutex_lock(pmkit_mutex *m) {
 }
 
 int pmkit_mutex_trylock(pmkit_mutex *m) {
+  pmk_clear_err();
   uint64_t *w = (uint64_t *)m;
   uint32_t gen = cur_gen(m);
   uint64_t v = load_fresh(w, gen);

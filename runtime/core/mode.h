@@ -16,6 +16,7 @@
 
 #include "base.h"
 #include "layout.h"
+#include "options.h"
 #include "persist.h"
 #include "pool.h"
 

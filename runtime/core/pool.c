@@ -427,17 +427,9 @@ fail:
 
 /* PMKIT_POOL_VERIFY=1 or =offsets: the flags it adds to every open. */
 static unsigned verify_env(void) {
-  const char *v = getenv("PMKIT_POOL_VERIFY");
-  if (!v || !*v || !strcmp(v, "0"))
-    return 0;
-  if (!strcmp(v, "offsets"))
-    return PMKIT_POOL_VERIFY | PMKIT_POOL_VERIFY_OFFSETS;
-  if (strcmp(v, "1"))
-    fprintf(stderr,
-            "pmkit: PMKIT_POOL_VERIFY=%s is not 0, 1 or offsets; "
-            "using 1\n",
-            v);
-  return PMKIT_POOL_VERIFY;
+  static const unsigned flags[] = {
+      0, PMKIT_POOL_VERIFY, PMKIT_POOL_VERIFY | PMKIT_POOL_VERIFY_OFFSETS};
+  return flags[pmk_opt_choice(PMK_OPT_POOL_VERIFY)]; /* 0|1|offsets */
 }
 
 /* PMKIT_POOL_VERIFY: the full check, suspects refused (before open writes). */
@@ -638,6 +630,7 @@ void *pmkit_ptr(const pmkit_pool *p, uint64_t off) {
 }
 
 int pmkit_root(pmkit_pool *p, size_t size, void **out) {
+  pmk_clear_err();
   if (!p || !out || size == 0)
     return pmk_err(PMKIT_E_INVAL, "pmkit_root: bad argument");
   pthread_mutex_lock(&p->root_lock);
@@ -672,6 +665,7 @@ int pmkit_root(pmkit_pool *p, size_t size, void **out) {
 }
 
 int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
+  pmk_clear_err();
   if (!p || !info)
     return pmk_err(PMKIT_E_INVAL, "pmkit_pool_stat: NULL argument");
   memset(info, 0, sizeof *info);
@@ -703,11 +697,13 @@ int pmkit_pool_stat(pmkit_pool *p, pmkit_pool_info *info) {
 }
 
 int pmkit_pool_check(pmkit_pool *p) {
+  pmk_clear_err();
   return pmkit_pool_check_report(p, 0, NULL);
 }
 
 int pmkit_pool_check_report(pmkit_pool *p, unsigned flags,
                             pmkit_check_report *report) {
+  pmk_clear_err();
   if (report)
     memset(report, 0, sizeof *report);
   if (!p)

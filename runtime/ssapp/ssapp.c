@@ -517,10 +517,10 @@ struct job {
 static int rmw_took_effect(const struct job *j, uint64_t cb) {
   const struct blk *b = j->blk;
   uint64_t c = b->rmw_cur;
-  const char *how = getenv("PMKIT_SSAPP_RECOVER");
-  if (how && !strcmp(how, "naive"))
+  int how = pmk_opt_choice(PMK_OPT_SSAPP_RECOVER); /* tags|naive|skip */
+  if (how == 1)
     return 0;
-  if (how && !strcmp(how, "skip")) /* the opposite mistake: it always did */
+  if (how == 2) /* the opposite mistake: it always did */
     return 1;
   if ((c & 0xffffffffu) != (cb & 0xffffffffu) ||
       (c & PMKIT_SSAPP_TORN) != (cb & PMKIT_SSAPP_TORN))

@@ -160,8 +160,8 @@ static void in_child(void) {
 }
 
 static void trace_init(void) {
-  const char *path = getenv("PMKIT_TRACE");
-  if (!path || !*path)
+  const char *path = pmk_opt_text(PMK_OPT_TRACE);
+  if (!*path)
     return;
   trace_fd =
       open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
@@ -182,11 +182,7 @@ static void trace_init(void) {
   h.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   h.abi_version = PMKIT_ABI_VERSION;
   write_all(&h, sizeof h);
-  const char *brk = getenv("PMKIT_ARP_BREAK");
-  if (brk && !strcmp(brk, "seqpoints"))
-    arp_break = 1;
-  else if (brk && !strcmp(brk, "releases"))
-    arp_break = 2;
+  arp_break = pmk_opt_choice(PMK_OPT_ARP_BREAK); /* none|seqpoints|releases */
   atexit(at_exit);
   pthread_atfork(NULL, NULL, in_child);
   active = 1;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 
@@ -166,3 +167,23 @@ def test_arp_simulator_campaign_quick():
     assert {x["config"]["workload"] for x in doc["runs"]} == {
         "cq", "pc", "sps", "tatp", "tpcc", "ycsb"
     }  # fmt: skip
+
+
+@needs_benchmarks
+@pytest.mark.skipif(not shutil.which("valgrind"), reason="needs valgrind")
+def test_ssapp_instruction_count(tmp_path):
+    """bench/ssapp_insns.py on one workload with few operations (3 s), as make bench runs it:
+    it strips the one libpmkit the build made (the script now refuses to guess; it had looked
+    in a folder the build no longer uses, unnoticed), counts every variant, and the
+    instrumented builds execute more per operation than the volatile one."""
+    out = tmp_path / "insns.json"
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ssapp_insns.py"), "--build-dir", str(BUILD),
+         "--only", "hashmap", "--ops", "100", "--keys", "100", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    got = doc["runs"][0]["insns_per_op"]
+    assert set(got) == {"volatile", "hand-eadr", "clobber-eadr", "ssapp", "ssapp-compiler"}, got
+    assert all(got[v] > got["volatile"] > 0 for v in ("clobber-eadr", "ssapp")), got

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 USER_CMAKE = """cmake_minimum_required(VERSION 3.20)
 project(user C)
-find_package(pmkit 0.1 REQUIRED)
+find_package(pmkit 0.2 REQUIRED)
 add_executable(user main.c)
 target_link_libraries(user PRIVATE pmkit::pmkit)
 """
@@ -248,7 +248,7 @@ def test_installed_robust_build_is_explored(moved, tmp_path):
 
 USER_MODES_CMAKE = """cmake_minimum_required(VERSION 3.20)
 project(user C)
-find_package(pmkit 0.1 REQUIRED)
+find_package(pmkit 0.2 REQUIRED)
 foreach(t robust_opt robust_traced plain_traced clobber_eadr whole ssapp_compiler)
   add_executable(${t} c.c)
 endforeach()

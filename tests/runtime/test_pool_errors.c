@@ -162,6 +162,39 @@ int main(void) {
   CHECK(pmkit_pool_generation(p) == g + 1);
   CHECK_OK(pmkit_pool_close(p));
 
+  /* The error space: codes of their own range, far from -errno (-1 to
+   * -4095), each with a name and an errno. */
+  static const int codes[] = {
+      PMKIT_E_INVAL,   PMKIT_E_NOENT,     PMKIT_E_EXIST,   PMKIT_E_TRUNCATED,
+      PMKIT_E_CORRUPT, PMKIT_E_FOREIGN,   PMKIT_E_VERSION, PMKIT_E_TOOSMALL,
+      PMKIT_E_BUSY,    PMKIT_E_ADDRINUSE, PMKIT_E_IO,      PMKIT_E_NOMEM,
+      PMKIT_E_NOSPC,   PMKIT_E_STATE};
+  for (unsigned i = 0; i < sizeof codes / sizeof *codes; i++) {
+    CHECK(codes[i] < -4095);
+    CHECK(strcmp(pmkit_strerror(codes[i]), "PMKIT_E_UNKNOWN") != 0);
+    CHECK(pmkit_errno(codes[i]) > 0);
+  }
+  CHECK(pmkit_errno(PMKIT_E_BUSY) == EBUSY);
+  CHECK(pmkit_errno(PMKIT_E_NOENT) == ENOENT);
+  CHECK(pmkit_errno(PMKIT_E_CORRUPT) == EUCLEAN);
+  CHECK(pmkit_errno(PMKIT_OK) == 0 && pmkit_errno(7) == 0);
+  CHECK(pmkit_errno(-EBADF) == EINVAL); /* no pmkit code */
+  CHECK(strcmp(pmkit_strerror(-EBADF), "PMKIT_E_UNKNOWN") == 0);
+
+  /* A call that can fail clears the message on entry; a release keeps an
+   * earlier failure's message unless it fails itself. */
+  CHECK_OK(pmkit_pool_open(a, NULL, &p));
+  CHECK_RC(pmkit_alloc(p, 8, NULL), PMKIT_E_INVAL);
+  CHECK(*pmkit_errormsg());
+  CHECK_OK(pmkit_alloc(p, 8, &x));
+  CHECK(*pmkit_errormsg() == 0);
+  CHECK_RC(pmkit_alloc(p, 8, NULL), PMKIT_E_INVAL);
+  char was[512];
+  snprintf(was, sizeof was, "%s", pmkit_errormsg());
+  CHECK_OK(pmkit_free(p, x));
+  CHECK_OK(pmkit_pool_close(p));
+  CHECK(strcmp(pmkit_errormsg(), was) == 0);
+
   unlink(a);
   unlink(b);
   printf("pool_errors: ok\n");
