@@ -15,6 +15,7 @@
 
 #include "ARP/ARP.h"
 
+#include "Common/Target.h"
 #include "Common/WriteBack.h"
 #include "PMAlias/PMAlias.h"
 #include "Robust/RobustOpt.h" // accessOf
@@ -172,7 +173,7 @@ bool Lowerer::lower(Function &F) {
 bool Lowerer::run() {
   bool Changed = false;
   for (Function &F : M)
-    if (!F.isDeclaration())
+    if (!F.isDeclaration() && pmkit::mustNotInstrument(F).empty())
       Changed |= lower(F);
   return Changed;
 }
@@ -180,6 +181,8 @@ bool Lowerer::run() {
 } // namespace
 
 PreservedAnalyses ARPPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  if (!pmkit::targetSupported(M, PassName))
+    return PreservedAnalyses::all();
   const PMAliasInfo &PA = MAM.getResult<PMAliasAnalysis>(M);
   if (!Lowerer(M, PA).run())
     return PreservedAnalyses::all();

@@ -25,6 +25,7 @@
 #include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
+#include "Common/Target.h"
 
 #include "pmkit/abi.h"
 
@@ -1254,8 +1255,18 @@ bool ClobberInstrumenter::run() {
   // The anchors have done their work: the optimizer ran.
   bool Stripped = pmkit::stripFaseAnchors(M);
   for (Function &F : M)
-    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase))
+    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase)) {
+      if (StringRef Why = pmkit::mustNotInstrument(F); !Why.empty()) {
+        pmkit::diagnose(F,
+                        (pmkit::ClobberPass::PassName + ": FASE " +
+                         pmkit::displayName(F) + " is " + Why +
+                         ": it cannot be made failure-atomic")
+                            .str(),
+                        DS_Error);
+        continue;
+      }
       Fases.insert(&F);
+    }
   if (Fases.empty())
     return Stripped;
   if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {
@@ -1304,6 +1315,8 @@ bool ClobberInstrumenter::run() {
 
 PreservedAnalyses pmkit::ClobberPass::run(Module &M,
                                           ModuleAnalysisManager &MAM) {
+  if (!pmkit::targetSupported(M, PassName))
+    return PreservedAnalyses::all();
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   if (!ClobberInstrumenter(M, FAM).run())

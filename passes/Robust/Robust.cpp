@@ -23,6 +23,7 @@
 #include "pmkit/abi.h"
 
 #include "Common/SourceLoc.h"
+#include "Common/Target.h"
 #include "Common/WriteBack.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -134,7 +135,8 @@ bool splitUnderalignedStores(Module &M, std::vector<std::string> &Lines) {
   const DataLayout &DL = M.getDataLayout();
   std::vector<StoreInst *> Todo;
   for (Function &F : M) {
-    if (F.isDeclaration() || F.hasFnAttribute(AttrRobustIgnore))
+    if (F.isDeclaration() || F.hasFnAttribute(AttrRobustIgnore) ||
+        !pmkit::mustNotInstrument(F).empty())
       continue;
     for (Instruction &I : instructions(F)) {
       auto *SI = dyn_cast<StoreInst>(&I);
@@ -579,7 +581,7 @@ bool Robustifier::run() {
   FlushRange = flushRangeFn(M);
   bool Changed = false;
   for (Function &F : M) {
-    if (F.isDeclaration())
+    if (F.isDeclaration() || !pmkit::mustNotInstrument(F).empty())
       continue;
     if (StripExisting)
       Changed |= strip(F);
@@ -588,8 +590,19 @@ bool Robustifier::run() {
   if (StripOnly)
     return Changed;
   auto Skip = [](const Function &F) {
-    return F.hasFnAttribute(AttrRobustIgnore);
+    return F.hasFnAttribute(AttrRobustIgnore) ||
+           !pmkit::mustNotInstrument(F).empty();
   };
+  // Never silently: a function the pass may not change keeps its stores
+  // unordered, and the user must know.
+  for (Function &F : M)
+    if (!F.isDeclaration() && !pmkit::mustNotInstrument(F).empty())
+      pmkit::diagnose(F,
+                      std::string(DEBUG_TYPE) + ": " + pmkit::displayName(F) +
+                          " is " + pmkit::mustNotInstrument(F).str() +
+                          ": no write-back or fence is inserted in it, so "
+                          "its stores to PM are not made robust",
+                      DS_Warning);
   for (Function &F : M)
     if (!F.isDeclaration() && !Skip(F))
       warnUnmodeled(F);
@@ -618,6 +631,8 @@ bool Robustifier::run() {
 } // namespace
 
 PreservedAnalyses RobustPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  if (!pmkit::targetSupported(M, PassName))
+    return PreservedAnalyses::all();
   // Split first, and analyse the stores the program now has.
   std::vector<std::string> SplitLines;
   bool Split = !StripOnly && !NoSplit && splitUnderalignedStores(M, SplitLines);

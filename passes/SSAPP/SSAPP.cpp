@@ -28,6 +28,7 @@
 #include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
+#include "Common/Target.h"
 
 #include "pmkit/abi.h"
 
@@ -1205,8 +1206,18 @@ bool SSAPPInstrumenter::run() {
   bool Changed = pmkit::stripFaseAnchors(M);
   SetVector<Function *> Fases;
   for (Function &F : M)
-    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase))
+    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase)) {
+      if (StringRef Why = pmkit::mustNotInstrument(F); !Why.empty()) {
+        pmkit::diagnose(F,
+                        (pmkit::SSAPPPass::PassName + ": FASE " +
+                         pmkit::displayName(F) + " is " + Why +
+                         ": it cannot be made failure-atomic")
+                            .str(),
+                        DS_Error);
+        continue;
+      }
       Fases.insert(&F);
+    }
   if (Fases.empty())
     return Changed;
   if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {
@@ -1311,6 +1322,8 @@ bool SSAPPInstrumenter::run() {
 } // namespace
 
 PreservedAnalyses pmkit::SSAPPPass::run(Module &M, ModuleAnalysisManager &MAM) {
+  if (!pmkit::targetSupported(M, PassName))
+    return PreservedAnalyses::all();
   FunctionAnalysisManager &FAM =
       MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager();
   if (!SSAPPInstrumenter(M, FAM).run())

@@ -19,6 +19,7 @@
 
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
+#include "Common/Target.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -840,8 +841,12 @@ bool Tracer::run() {
   TargetLibraryInfoImpl TLII(Triple(M.getTargetTriple()));
   bool Changed = false;
   for (Function &F : M) {
+    // (A function the pass may not change goes untraced; its writes to a
+    // pool, if any, show as writes the trace missed, and the explorer
+    // gives no verdict.)
     if (F.isDeclaration() || F.getName().startswith("__pmkit_trace_") ||
-        F.getName().startswith("pmkit.trace."))
+        F.getName().startswith("pmkit.trace.") ||
+        !pmkit::mustNotInstrument(F).empty())
       continue;
     SmallVector<Instruction *, 64> Work;
     SmallVector<CallBase *, 16> Calls;
@@ -951,6 +956,8 @@ bool Tracer::run() {
 } // namespace
 
 PreservedAnalyses pmkit::TracePass::run(Module &M, ModuleAnalysisManager &) {
+  if (!pmkit::targetSupported(M, PassName))
+    return PreservedAnalyses::all();
   if (!Tracer(M).run())
     return PreservedAnalyses::all();
   return PreservedAnalyses::none();
