@@ -1254,19 +1254,7 @@ void ClobberInstrumenter::checkCallers(Function &F) {
 bool ClobberInstrumenter::run() {
   // The anchors have done their work: the optimizer ran.
   bool Stripped = pmkit::stripFaseAnchors(M);
-  for (Function &F : M)
-    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase)) {
-      if (StringRef Why = pmkit::mustNotInstrument(F); !Why.empty()) {
-        pmkit::diagnose(F,
-                        (pmkit::ClobberPass::PassName + ": FASE " +
-                         pmkit::displayName(F) + " is " + Why +
-                         ": it cannot be made failure-atomic")
-                            .str(),
-                        DS_Error);
-        continue;
-      }
-      Fases.insert(&F);
-    }
+  Fases = pmkit::collectFases(M, pmkit::ClobberPass::PassName);
   if (Fases.empty())
     return Stripped;
   if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {

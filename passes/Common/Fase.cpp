@@ -6,6 +6,7 @@
 #include "Annotations/Annotations.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
+#include "Common/Target.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -131,4 +132,21 @@ pmkit::sameFaseIds(ArrayRef<Function *> Fases) {
                "rename one");
   }
   return std::nullopt;
+}
+
+SetVector<Function *> pmkit::collectFases(Module &M, StringRef Pass) {
+  SetVector<Function *> Fases;
+  for (Function &F : M) {
+    if (F.isDeclaration() || !F.hasFnAttribute(pmkit::AttrFase))
+      continue;
+    if (StringRef Why = mustNotInstrument(F); !Why.empty())
+      diagnose(F,
+               (Pass + ": FASE " + displayName(F) + " is " + Why +
+                ": it cannot be made failure-atomic")
+                   .str(),
+               DS_Error);
+    else
+      Fases.insert(&F);
+  }
+  return Fases;
 }

@@ -9,6 +9,7 @@
 #define PMKIT_PASSES_COMMON_FASE_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
@@ -50,6 +51,12 @@ bool isLockRelease(llvm::StringRef N);
 // Remove the calls to the parameter anchor (pmkit-annotations'
 // FaseKeepFn); true if there were any.
 bool stripFaseAnchors(llvm::Module &M);
+
+// The module's FASEs (functions marked PMKIT_FASE) that the pass `Pass`
+// can make failure-atomic; one that must not be instrumented (naked,
+// disable_sanitizer_instrumentation) gets an error naming it instead.
+llvm::SetVector<llvm::Function *> collectFases(llvm::Module &M,
+                                               llvm::StringRef Pass);
 
 } // namespace pmkit
 

@@ -1204,20 +1204,8 @@ void SSAPPInstrumenter::emitTable() {
 
 bool SSAPPInstrumenter::run() {
   bool Changed = pmkit::stripFaseAnchors(M);
-  SetVector<Function *> Fases;
-  for (Function &F : M)
-    if (!F.isDeclaration() && F.hasFnAttribute(pmkit::AttrFase)) {
-      if (StringRef Why = pmkit::mustNotInstrument(F); !Why.empty()) {
-        pmkit::diagnose(F,
-                        (pmkit::SSAPPPass::PassName + ": FASE " +
-                         pmkit::displayName(F) + " is " + Why +
-                         ": it cannot be made failure-atomic")
-                            .str(),
-                        DS_Error);
-        continue;
-      }
-      Fases.insert(&F);
-    }
+  SetVector<Function *> Fases =
+      pmkit::collectFases(M, pmkit::SSAPPPass::PassName);
   if (Fases.empty())
     return Changed;
   if (auto Same = pmkit::sameFaseIds(Fases.getArrayRef())) {
