@@ -93,6 +93,9 @@ private:
   const PMAliasInfo &PA;
   const DataLayout &DL;
   FunctionCallee FlushRange;
+  // The lowering writes lines back with clwb, the instruction the ARP
+  // paper's x86 mapping names.
+  const FlushChoice Flush = flushIntrinsic(FlushInsn::Clwb);
 
   void fence(IRBuilder<> &B, Intrinsic::ID ID) {
     B.CreateCall(Intrinsic::getDeclaration(&M, ID));
@@ -129,8 +132,8 @@ bool Lowerer::lower(Function &F) {
   for (auto &[I, X] : Writes) {
     IRBuilder<> B(I->getNextNode());
     B.SetCurrentDebugLocation(I->getDebugLoc());
-    NumLines += emitWriteBack(B, Intrinsic::x86_clwb, FlushRange, X.Addr,
-                              X.Size, X.A, X.Len);
+    NumLines +=
+        emitWriteBack(B, Flush.ID, FlushRange, X.Addr, X.Size, X.A, X.Len);
     NumRanges += X.Len != nullptr;
     ++NumWriteBacks;
     if (LoweringOpt == Lowering::SCP)
@@ -166,7 +169,7 @@ bool Lowerer::lower(Function &F) {
     CB->eraseFromParent();
   }
   if (!Writes.empty())
-    addTargetFeature(F, "+clwb");
+    addTargetFeature(F, Flush.Feature);
   return !Writes.empty() || !Syncs.empty();
 }
 

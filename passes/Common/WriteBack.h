@@ -12,6 +12,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <string>
 
@@ -47,6 +48,26 @@ inline unsigned emitWriteBack(llvm::IRBuilder<> &B, llvm::Intrinsic::ID Flush,
     N++;
   }
   return N;
+}
+
+// The write-back instructions a pass may insert: each one's intrinsic and
+// the target feature the function that uses it needs ("" for clflush, part
+// of SSE2). The one place that maps a choice to an instruction.
+enum class FlushInsn { Clwb, Clflushopt, Clflush };
+struct FlushChoice {
+  llvm::Intrinsic::ID ID;
+  llvm::StringRef Feature;
+};
+inline FlushChoice flushIntrinsic(FlushInsn K) {
+  switch (K) {
+  case FlushInsn::Clwb:
+    return {llvm::Intrinsic::x86_clwb, "+clwb"};
+  case FlushInsn::Clflushopt:
+    return {llvm::Intrinsic::x86_clflushopt, "+clflushopt"};
+  case FlushInsn::Clflush:
+    return {llvm::Intrinsic::x86_sse2_clflush, ""};
+  }
+  llvm_unreachable("every FlushInsn has an instruction");
 }
 
 // Adds a target feature ("+clwb", "+clflushopt") to F, which the flush

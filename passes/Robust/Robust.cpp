@@ -97,7 +97,7 @@ cl::opt<bool> Report("pmkit-robust-report", cl::Hidden, cl::init(false),
                      cl::desc("pmkit-robust: list every flush and fence "
                               "inserted, with its reason, on stderr"));
 
-enum class FlushInsn { Clwb, Clflushopt, Clflush };
+using pmkit::FlushInsn;
 cl::opt<FlushInsn> FlushOpt(
     "pmkit-robust-flush", cl::Hidden, cl::init(FlushInsn::Clwb),
     cl::desc("pmkit-robust: the write-back instruction inserted"),
@@ -411,10 +411,7 @@ void Robustifier::collectIgnored(Function &F) {
 }
 
 void Robustifier::flushLine(IRBuilder<> &B, Value *Addr) {
-  Intrinsic::ID ID = FlushOpt == FlushInsn::Clwb ? Intrinsic::x86_clwb
-                     : FlushOpt == FlushInsn::Clflushopt
-                         ? Intrinsic::x86_clflushopt
-                         : Intrinsic::x86_sse2_clflush;
+  Intrinsic::ID ID = pmkit::flushIntrinsic(FlushOpt).ID;
   B.CreateCall(Intrinsic::getDeclaration(&M, ID), {Addr});
   ++NumFlushes;
   Touched.insert(B.GetInsertBlock()->getParent());
@@ -426,10 +423,7 @@ void Robustifier::fence(IRBuilder<> &B) {
 }
 
 void Robustifier::writeBack(IRBuilder<> &B, const PMAccess &X) {
-  Intrinsic::ID ID = FlushOpt == FlushInsn::Clwb ? Intrinsic::x86_clwb
-                     : FlushOpt == FlushInsn::Clflushopt
-                         ? Intrinsic::x86_clflushopt
-                         : Intrinsic::x86_sse2_clflush;
+  Intrinsic::ID ID = pmkit::flushIntrinsic(FlushOpt).ID;
   NumFlushes += emitWriteBack(B, ID, FlushRange, X.Addr, X.Size, X.A, X.Len);
   NumRangeFlushes += X.Len != nullptr;
   Touched.insert(B.GetInsertBlock()->getParent());
@@ -572,9 +566,9 @@ void Robustifier::apply(const RobustAction &A) {
 }
 
 void Robustifier::addFlushFeature(Function &F) {
-  if (FlushOpt == FlushInsn::Clflush)
-    return;
-  addTargetFeature(F, FlushOpt == FlushInsn::Clwb ? "+clwb" : "+clflushopt");
+  if (StringRef Feature = pmkit::flushIntrinsic(FlushOpt).Feature;
+      !Feature.empty())
+    addTargetFeature(F, Feature);
 }
 
 bool Robustifier::run() {
