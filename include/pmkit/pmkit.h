@@ -412,7 +412,9 @@ typedef struct __attribute__((aligned(8))) pmkit_rwlock {
 } pmkit_rwlock;
 
 PMKIT_NOTHROW void pmkit_mutex_lock(pmkit_mutex *m);
-PMKIT_NOTHROW int pmkit_mutex_trylock(pmkit_mutex *m); /* 0 or PMKIT_E_BUSY */
+/* 0, or PMKIT_E_BUSY with no message (a held lock is no failure to
+ * explain, and a spin loop must not format one). */
+PMKIT_NOTHROW int pmkit_mutex_trylock(pmkit_mutex *m);
 PMKIT_NOTHROW void pmkit_mutex_unlock(pmkit_mutex *m);
 PMKIT_NOTHROW void pmkit_rwlock_rdlock(pmkit_rwlock *l);
 PMKIT_NOTHROW void pmkit_rwlock_wrlock(pmkit_rwlock *l);

@@ -16,6 +16,7 @@
  * built with `pmkit cc --trace`; `all` both. A `stores` request the process
  * cannot honour is an error (exit status 2), never a silent fences-only run.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,23 @@ static void write_report(void) {
   fclose(f);
 }
 
+/* Whether path can be written: the file, or else its folder. */
+static int writable(const char *path) {
+  if (access(path, W_OK) == 0)
+    return 1;
+  if (errno != ENOENT)
+    return 0;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    return access(".", W_OK | X_OK) == 0;
+  if (slash == dir)
+    slash++; /* "/file": the root */
+  *slash = 0;
+  return access(dir, W_OK | X_OK) == 0;
+}
+
 enum { POINTS_FENCES = 1, POINTS_STORES = 2 };
 
 static int points_of(void) {
@@ -68,13 +86,24 @@ void pmk_crash_init(void) {
   if (*pmk_opt_text(PMK_OPT_CRASH_SEED)) {
     atomic_store(&rng_state, pmk_opt_num(PMK_OPT_CRASH_SEED));
     crash_every = pmk_opt_num(PMK_OPT_CRASH_EVERY);
-    if (crash_every == 0)
-      crash_every = 1;
+    if (crash_every == 0) {
+      fprintf(stderr, "pmkit: PMKIT_CRASH_EVERY=0: one crash in 0 points is "
+                      "no rate; give 1 or more\n");
+      _exit(2);
+    }
   }
   report_path = pmk_opt_text(PMK_OPT_CRASH_REPORT);
-  if (*report_path)
+  if (*report_path) {
+    /* Refused now, not lost at exit: a sweep that counts the points must
+     * not go on with no count. (Checked without creating the file: a run
+     * refused later leaves none.) */
+    if (!writable(report_path)) {
+      fprintf(stderr, "pmkit: cannot write PMKIT_CRASH_REPORT=%s: %s\n",
+              report_path, strerror(errno));
+      _exit(2);
+    }
     atexit(write_report);
-  else
+  } else
     report_path = NULL;
   int armed = crash_at || crash_every || report_path;
   pmk_crash_armed = armed && (points & POINTS_FENCES);

@@ -5,6 +5,7 @@
  * gets a warning naming what is allowed and its fallback, or, for the
  * testing knobs, stops the program (exit 2).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,15 @@ static int take(unsigned o, const char *v) {
   choice[o] = -1;
   if (!*v)
     return 1;
-  if (t->kind == KIND_NUM) {
-    char *end;
-    num[o] = strtoull(v, &end, 0);
-    return *v != '-' && !*end;
+  if (t->kind == KIND_NUM) { /* decimal digits, or 0x and hex digits */
+    int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+    const char *d = hex ? v + 2 : v;
+    if (!*d ||
+        strspn(d, hex ? "0123456789abcdefABCDEF" : "0123456789") != strlen(d))
+      return 0;
+    errno = 0;
+    num[o] = strtoull(d, NULL, hex ? 16 : 10);
+    return errno != ERANGE; /* above 2^64 - 1 */
   }
   if (t->kind == KIND_CHOICE)
     return (choice[o] = index_of(t->values, v)) >= 0;
@@ -74,7 +80,7 @@ static void parse(void) {
     }
     if (take(o, v))
       continue;
-    char want[256] = "a number"; /* the values as "a, b, c" */
+    char want[256] = "a number (decimal, or hex after 0x, below 2^64)";
     if (t->kind == KIND_CHOICE) {
       size_t n = 0;
       for (const char *c = t->values; *c && n + 3 < sizeof want; c++)

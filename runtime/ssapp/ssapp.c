@@ -501,6 +501,7 @@ struct job {
   int replay_all;  /* cursor: all entries (nothing to re-execute) */
   pthread_t tid;
   int err;
+  char msg[256]; /* err's message: it was the job's thread's */
 };
 
 /* Where the FASE resumes (Table 3): after a read or RMW RISE whose torn-bit
@@ -658,9 +659,12 @@ static int resume_point(struct job *j) {
 static void *run_job(void *arg) {
   struct job *j = arg;
   pmkit_ctx *c;
-  if ((j->err = pmkit_ctx_adopt(j->pool, j->slot, &c)) != 0)
+  if ((j->err = pmkit_ctx_adopt(j->pool, j->slot, &c)) != 0) {
+    snprintf(j->msg, sizeof j->msg, "%s", pmkit_errormsg());
     return NULL;
+  }
   if ((j->err = pmkit_fase_replay(c)) != 0) {
+    snprintf(j->msg, sizeof j->msg, "%s", pmkit_errormsg());
     pmkit_ctx_release(c);
     return NULL;
   }
@@ -761,8 +765,8 @@ static int recover(pmkit_pool *p) {
     else
       run_job(&jobs[i]); /* no thread: after the others, on this one */
   for (unsigned i = 0; i < n; i++)
-    if (jobs[i].err)
-      return jobs[i].err;
+    if (jobs[i].err) /* reported on this thread, where the caller asks */
+      return pmk_err(jobs[i].err, "%s", jobs[i].msg);
   return (int)n;
 }
 

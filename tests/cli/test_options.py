@@ -56,6 +56,17 @@ def kv(shm, **env):
         # the testing knobs refuse, even in a program that never reaches their code
         ({"PMKIT_CRASH_AT": "ten"}, 2, "pmkit: PMKIT_CRASH_AT=ten: not a number"),
         ({"PMKIT_CRASH_AT": "-1"}, 2, "PMKIT_CRASH_AT=-1: not a number"),
+        # decimal digits, or 0x and hex digits, below 2^64: nothing else (a leading 0 is not
+        # octal, a blank or a sign is no number, an overflow is not the largest number)
+        ({"PMKIT_CRASH_AT": "0x7fffffffffffffff"}, 0, None),
+        ({"PMKIT_CRASH_AT": "000000000000000000000099999999999"}, 0, None),
+        ({"PMKIT_CRASH_AT": " 5"}, 2, "PMKIT_CRASH_AT= 5: not a number"),
+        ({"PMKIT_CRASH_AT": " -1"}, 2, "not a number"),
+        ({"PMKIT_CRASH_AT": "+3"}, 2, "not a number"),
+        ({"PMKIT_CRASH_AT": "0x"}, 2, "not a number"),
+        ({"PMKIT_CRASH_AT": "18446744073709551616"}, 2, "not a number"),
+        ({"PMKIT_CRASH_SEED": "1", "PMKIT_CRASH_EVERY": "0"}, 2, "PMKIT_CRASH_EVERY=0"),
+        ({"PMKIT_CRASH_REPORT": "/nonexistent/dir/rep"}, 2, "cannot write PMKIT_CRASH_REPORT"),
         ({"PMKIT_CRASH_POINTS": "fence"}, 2, "not one of fences, stores, all"),
         ({"PMKIT_CLOBBER_RECOVER": "rolback"}, 2, "not one of reexecute, rollback"),
         ({"PMKIT_SSAPP_RECOVER": "Naive"}, 2, "not one of tags, naive, skip"),
