@@ -124,7 +124,17 @@ def lib() -> C.CDLL:
         p = paths.find().libdir / "libpmkit.so"
         if not p.exists():
             raise paths.EnvError(f"{p} is missing: run 'make build' first")
-        L = C.CDLL(str(p))
+        # The library reads its options once, as it loads. The crash-emulation knobs are for
+        # the programs under test, not for this command: loaded with them, `pool check` could
+        # stop with exit 86 at a crash point, or write its own count over a program's report.
+        # The programs this command starts still get them.
+        knobs = {k: v for k, v in os.environ.items() if k.startswith("PMKIT_CRASH_")}
+        for k in knobs:
+            del os.environ[k]
+        try:
+            L = C.CDLL(str(p))
+        finally:
+            os.environ.update(knobs)
         L.pmkit_errormsg.restype = C.c_char_p
         L.pmkit_strerror.restype = C.c_char_p
         L.pmkit_strerror.argtypes = [C.c_int]

@@ -79,3 +79,20 @@ def test_bad_values(shm, env, status, words):
         assert "pmkit:" not in r.stderr, r.stderr
     else:
         assert words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_command_itself_ignores_crash_emulation(run, shm, tmp_path):
+    """The crash knobs are for the programs under test: `pmkit pool` loads libpmkit in its own
+    process, where they stopped `pool gc` at its first crash point with exit 86 and made every
+    command write its own count over a program's report."""
+    pool = shm / "knobs.pool"
+    pool.unlink(missing_ok=True)
+    report = tmp_path / "report"
+    env = {"PMKIT_CRASH_AT": "1", "PMKIT_CRASH_REPORT": str(report)}
+    r = run("pool", "create", str(pool), "--size", "4M", env=env)
+    assert r.returncode == 0, r.stderr
+    assert run("pool", "check", str(pool), env=env).returncode == 0
+    r = run("pool", "gc", str(pool), env=env)
+    assert r.returncode == 0, r.stderr
+    assert not report.exists()
+    pool.unlink()
