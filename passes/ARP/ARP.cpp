@@ -15,6 +15,7 @@
 
 #include "ARP/ARP.h"
 
+#include "Common/SourceLoc.h"
 #include "Common/Target.h"
 #include "Common/WriteBack.h"
 #include "PMAlias/PMAlias.h"
@@ -175,9 +176,22 @@ bool Lowerer::lower(Function &F) {
 
 bool Lowerer::run() {
   bool Changed = false;
-  for (Function &F : M)
-    if (!F.isDeclaration() && pmkit::mustNotInstrument(F).empty())
-      Changed |= lower(F);
+  for (Function &F : M) {
+    if (F.isDeclaration())
+      continue;
+    if (StringRef Why = pmkit::mustNotInstrument(F); !Why.empty()) {
+      // Never silently: its persistency goes unlowered.
+      pmkit::diagnose(F,
+                      (ARPPass::PassName + ": " + pmkit::displayName(F) +
+                       " is " + Why +
+                       ": its pmkit::atomic operations are not lowered and "
+                       "its stores to PM not written back")
+                          .str(),
+                      DS_Warning);
+      continue;
+    }
+    Changed |= lower(F);
+  }
   return Changed;
 }
 

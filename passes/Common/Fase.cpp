@@ -9,6 +9,7 @@
 #include "Common/Target.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
@@ -40,6 +41,7 @@ uint64_t pmkit::faseId(const Function &F) {
 
 unsigned pmkit::inlineCallees(Function &F, unsigned Limit) {
   unsigned Size = F.getInstructionCount(), N = 0;
+  SmallPtrSet<Function *, 4> Refused;
   for (bool Progress = true; Progress;) {
     Progress = false;
     std::vector<CallBase *> Calls;
@@ -48,8 +50,22 @@ unsigned pmkit::inlineCallees(Function &F, unsigned Limit) {
         if (Function *Callee = CB->getCalledFunction())
           if (!Callee->isDeclaration() && Callee != &F &&
               !Callee->isIntrinsic() && !Callee->isVarArg() &&
-              !Callee->doesNotReturn())
+              !Callee->doesNotReturn()) {
+            // A naked callee is its own assembly, return included: inlined,
+            // it would end the FASE in the middle; called, its writes
+            // escape the mode. Either way no failure atomicity.
+            if (StringRef Why = mustNotInstrument(*Callee); !Why.empty()) {
+              if (Refused.insert(Callee).second)
+                diagnose(F,
+                         ("FASE " + displayName(F) + " calls " +
+                          displayName(*Callee) + ", which is " + Why +
+                          ": it cannot be made failure-atomic")
+                             .str(),
+                         DS_Error);
+              continue;
+            }
             Calls.push_back(CB);
+          }
     for (CallBase *CB : Calls) {
       Function *Callee = CB->getCalledFunction();
       unsigned Add = Callee->getInstructionCount();

@@ -13,3 +13,4 @@ define void @update(ptr %p) naked "pmkit.fase" {
   call void asm sideeffect "movq $$1, (%rdi)", ""()
   unreachable
 }
+

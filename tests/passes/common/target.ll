@@ -8,6 +8,7 @@
 ;
 ; RUN: %opt -passes=pmkit-robust -S %s 2>%t.err | %FileCheck %s
 ; RUN: %FileCheck %s --check-prefix=WARN < %t.err
+; RUN: %opt -passes=pmkit-arp -disable-output %s 2>&1 | %FileCheck %s --check-prefix=ARPWARN
 ; RUN: sed 's/^target triple = .*/target triple = "aarch64-unknown-linux-gnu"/' %s > %t.arm.ll
 ; RUN: %not %opt -passes=pmkit-robust -disable-output %t.arm.ll 2>&1 | %FileCheck %s --check-prefix=ARM -DPASS=pmkit-robust
 ; RUN: %not %opt -passes=pmkit-trace -disable-output %t.arm.ll 2>&1 | %FileCheck %s --check-prefix=ARM -DPASS=pmkit-trace
@@ -45,3 +46,6 @@ define void @raw(ptr %p) naked {
 ; WARN: warning: {{.*}}in function raw {{.*}}pmkit-robust: raw is naked: no write-back or fence is inserted in it
 
 ; ARM: error: [[PASS]]: the target aarch64-unknown-linux-gnu is not supported: pmkit emits x86-64 write-backs and fences (clwb, sfence) and states its guarantees for x86-64 only
+
+; ARPWARN: warning: {{.*}}in function san {{.*}}pmkit-arp: san is disable_sanitizer_instrumentation: its pmkit::atomic operations are not lowered and its stores to PM not written back
+; ARPWARN: warning: {{.*}}in function raw {{.*}}pmkit-arp: raw is naked
