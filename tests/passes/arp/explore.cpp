@@ -16,8 +16,8 @@
 // RUN: %explore --no-progress --save-dir %t.d/arp \
 // RUN:   --check '%t.arp check {pool}' -- %t.arp run %t.d/a.pool \
 // RUN:   | %FileCheck %s --check-prefix=OK
-// OK: note: the trace holds {{[0-9]+}} persistent releases and sequence points
-// OK: result: ok (exhaustive) (under the lowering, not ARP): every crash image
+// OK: note: the trace holds {{[0-9]+}} acquires, releases and sequence points
+// OK: result: ok (exhaustive) (as this build orders writes, not under ARP): every crash image
 //
 // RUN: %clang_pm -x c++ -O1 -g -mllvm -pmkit-trace %s %link_trace -lstdc++ \
 // RUN:   -o %t.plain
