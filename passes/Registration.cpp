@@ -4,8 +4,9 @@
 // its passes. It maps each pass's -passes= name to the pass for opt, and for
 // clang (-fpass-plugin) adds pmkit-annotations at pipeline start followed by
 // the passes of the mode chosen with -pmkit-mode, and pmkit-trace last when
-// -pmkit-trace is given; ModeTable below is where a mode's passes are
-// added (early, at pipeline start, or late, after the optimizer). Entry point:
+// -pmkit-trace is given. The modes and their options are listed in
+// modes.def (read by the pmkit command too); a mode's passes are added by
+// its add<ID>Passes below, after the optimizer. Entry point:
 // llvmGetPassPluginInfo. Run a pass with
 //   opt-16 -load-pass-plugin=pmkit-passes.so -passes=pmkit-annotations -S in.ll
 // or a whole mode with
@@ -16,6 +17,7 @@
 #include "ARP/ARP.h"
 #include "Annotations/Annotations.h"
 #include "Clobber/Clobber.h"
+#include "Common/Pipeline.h"
 #include "PMAlias/PMAlias.h"
 #include "Robust/Robust.h"
 #include "SSAPP/SSAPP.h"
@@ -35,21 +37,28 @@ using namespace llvm;
 
 namespace {
 
-enum class Mode { None, Robust, Clobber, SSAPP, ARP };
+enum ModeFlags : unsigned {
+  MODE_WHOLE_PROGRAM = 1u << 0,
+  MODE_KEEP_FASE_ARGS = 1u << 1,
+};
 
-// Adds a mode's passes: after pmkit-annotations at pipeline start, or
-// after the optimizer (and before pmkit-trace).
+enum class Mode {
+#define PMK_MODE(ID, NAME, FLAGS, DOC, HELP) ID,
+#include "modes.def"
+};
+
+// Adds a mode's passes after the optimizer (and before pmkit-trace).
 using AddModePassesFn = void (*)(ModulePassManager &, OptimizationLevel);
 
 struct ModeInfo {
   Mode M;
   const char *Name; // the -pmkit-mode= value
+  unsigned Flags;
   const char *Help;
-  AddModePassesFn AddPasses;
-  AddModePassesFn AddLatePasses = nullptr;
+  AddModePassesFn AddLatePasses;
 };
 
-void addNoPasses(ModulePassManager &, OptimizationLevel) {}
+void addNonePasses(ModulePassManager &, OptimizationLevel) {}
 
 // Robust mode works on the optimised code, so that it flushes the stores
 // that remain (after mem2reg, DSE, store merging) and nothing moves them.
@@ -75,18 +84,33 @@ void addARPPasses(ModulePassManager &MPM, OptimizationLevel) {
   MPM.addPass(pmkit::ARPPass());
 }
 
+// modes.def: mode ID's passes are added by add<ID>Passes above.
 const ModeInfo ModeTable[] = {
-    {Mode::None, "none", "only attach pmkit annotations (default)",
-     addNoPasses},
-    {Mode::Robust, "robust", "PMRobust: insert flushes and fences", addNoPasses,
-     addRobustPasses},
-    {Mode::Clobber, "clobber", "Clobber-NVM: failure-atomic functions",
-     addNoPasses, addClobberPasses},
-    {Mode::SSAPP, "ssapp", "SSAPP: failure-atomic functions on eADR",
-     addNoPasses, addSSAPPPasses},
-    {Mode::ARP, "arp", "language-level persistency: lower pmkit::atomic",
-     addNoPasses, addARPPasses},
+#define PMK_MODE(ID, NAME, FLAGS, DOC, HELP)                                   \
+  {Mode::ID, NAME, FLAGS, HELP, add##ID##Passes},
+#include "modes.def"
 };
+
+// The -mllvm options modes.def gives each mode (pmkit cc's flags pass them).
+struct ModeOption {
+  const char *Mode, *Option;
+};
+const ModeOption ModeOptions[] = {
+#define PMK_MODE_OPTION(MODE, FLAG, OPTION, KIND, VALUES, HELP) {MODE, OPTION},
+#include "modes.def"
+};
+
+// modes.def names options pmkit cc passes on: each must be one the plugin
+// defines, or the CLI would pass an option clang rejects.
+void checkModeOptions() {
+  StringMap<cl::Option *> &Opts = cl::getRegisteredOptions();
+  for (const ModeOption &O : ModeOptions)
+    if (!Opts.count(O.Option))
+      report_fatal_error(Twine("pmkit-passes: modes.def names -") + O.Option +
+                             " for mode " + O.Mode +
+                             ", which the plugin does not define",
+                         false);
+}
 
 // Fills the option's values from ModeTable, so the table is the only list.
 struct ModeValuesFromTable {
@@ -109,20 +133,18 @@ const ModeInfo &selectedMode() {
   llvm_unreachable("every Mode has a ModeTable entry");
 }
 
-// What a build adds at pipeline start (annotations, the mode's early passes)
-// and after the optimizer (the mode's late passes, then tracing, which sees
+// What a build adds at pipeline start (annotations) and after the optimizer
+// (the mode's passes, then tracing, which sees
 // the code as it will run). A whole-program link runs both around clang's
 // LTO pipeline.
 void addStartPasses(ModulePassManager &MPM, OptimizationLevel Level) {
   const ModeInfo &Selected = selectedMode();
-  MPM.addPass(pmkit::AnnotationsPass(Selected.M == Mode::Clobber));
-  Selected.AddPasses(MPM, Level);
+  MPM.addPass(pmkit::AnnotationsPass(Selected.Flags & MODE_KEEP_FASE_ARGS));
 }
 
 void addLastPasses(ModulePassManager &MPM, OptimizationLevel Level) {
   const ModeInfo &Selected = selectedMode();
-  if (Selected.AddLatePasses)
-    Selected.AddLatePasses(MPM, Level);
+  Selected.AddLatePasses(MPM, Level);
   if (pmkit::traceEnabled())
     MPM.addPass(pmkit::TracePass());
 }
@@ -161,6 +183,7 @@ bool parseModulePass(StringRef Name, ModulePassManager &MPM,
 }
 
 void registerCallbacks(PassBuilder &PB) {
+  checkModeOptions();
   if (PassInstrumentationCallbacks *PIC =
           PB.getPassInstrumentationCallbacks()) {
     PIC->addClassToPassName(pmkit::AnnotationsPass::name(),

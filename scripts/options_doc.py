@@ -8,9 +8,10 @@ Usage: python scripts/options_doc.py [--write]   (--write: replace the table in 
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
+
+from pmkit import deftable
 
 ROOT = Path(__file__).resolve().parents[1]
 DEF = ROOT / "runtime" / "core" / "options.def"
@@ -20,22 +21,12 @@ END = "<!-- end of options -->"
 
 
 def options() -> list[dict[str, str | None]]:
-    """Each PMK_OPTION(ID, KIND, DEFAULT, VALUES, ON_BAD, HELP) of options.def, its C string
-    literals joined."""
-    text = re.sub(r"/\*.*?\*/", "", DEF.read_text(), flags=re.S)
-    out = []
-    for m in re.finditer(r"PMK_OPTION\((.*?)\)\s*(?=PMK_OPTION|$)", text, flags=re.S):
-        fields = re.findall(r'((?:"(?:[^"\\]|\\.)*"\s*)+|[A-Z_]+|NULL)\s*(?:,|$)', m.group(1))
-        if len(fields) != 6:
-            raise SystemExit(f"options_doc: cannot read {m.group(0)[:60]!r}")
-
-        def lit(f: str) -> str | None:
-            return None if f == "NULL" else "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', f))
-
-        ident, kind, dflt, values, onbad, text = fields
-        out.append({"name": f"PMKIT_{ident}", "kind": kind, "default": lit(dflt),
-                    "values": lit(values), "onbad": lit(onbad), "help": lit(text)})  # fmt: skip
-    return out
+    """Each PMK_OPTION(ID, KIND, DEFAULT, VALUES, ON_BAD, HELP) of options.def."""
+    return [
+        {"name": f"PMKIT_{ident}", "kind": kind, "default": dflt, "values": values,
+         "onbad": onbad, "help": text}
+        for ident, kind, dflt, values, onbad, text in deftable.calls(DEF, "PMK_OPTION", 6)
+    ]  # fmt: skip
 
 
 def table() -> str:

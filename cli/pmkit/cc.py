@@ -9,27 +9,70 @@ directory and, when the command links, libpmkit. Usable as CC= / CXX= in a build
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
+import textwrap
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
-from pmkit import paths
+from pmkit import deftable, paths
 
-# Modes a user may ask for; None marks one that later work will add (DESIGN.md lists them).
-MODES: dict[str, str | None] = {
-    "none": "annotations only: no instrumentation",
-    "robust": "PMRobust: the compiler inserts the flushes and fences",
-    "clobber": "Clobber-NVM: failure-atomic functions (PMKIT_FASE) by clobber logging",
-    "ssapp": "SSAPP: failure-atomic and lock-free functions (PMKIT_FASE) on eADR, resumed "
-    "after a crash",
-    "wpp": None,
-    "arp": "acquire-release persistency: pmkit::atomic and sequence points lowered to "
-    "clwb/sfence",
-}
 
-HELP = """usage: pmkit cc|c++ [--mode=MODE] [ROBUST-OPTIONS] [--trace [--trace-loads]]
+@dataclass(frozen=True)
+class ModeOption:
+    """A PMK_MODE_OPTION of passes/modes.def: pmkit cc's FLAG passes -mllvm -OPTION."""
+
+    mode: str
+    flag: str
+    option: str
+    kind: str  # CHOICE, SWITCH, NAMES or FILE
+    values: list[str]
+    help: str
+
+
+@dataclass(frozen=True)
+class ModeTable:
+    """passes/modes.def: the modes (name -> help), their pages, those that may run on the
+    linked program, and their options."""
+
+    modes: dict[str, str]
+    docs: dict[str, str]
+    whole_program: list[str]
+    options: list[ModeOption]
+
+
+def modes_def() -> Path:
+    """passes/modes.def: the one of the build in use (pmkit-paths.json), else the one of the
+    checkout this package sits in."""
+    try:
+        found = paths.find().modes
+    except paths.EnvError:
+        found = None
+    for f in (found, Path(__file__).resolve().parents[2] / "passes" / "modes.def"):
+        if f and f.is_file():
+            return f
+    raise paths.EnvError("passes/modes.def not found: run 'make build' first")
+
+
+@functools.cache
+def mode_table() -> ModeTable:
+    f = modes_def()
+    modes, docs, whole = {}, {}, []
+    for _ident, name, flags, doc, text in deftable.calls(f, "PMK_MODE", 5):
+        modes[name], docs[name] = text, doc
+        if "MODE_WHOLE_PROGRAM" in flags:
+            whole.append(name)
+    opts = [
+        ModeOption(m, flag, opt, kind, values.split("|") if values else [], text)
+        for m, flag, opt, kind, values, text in deftable.calls(f, "PMK_MODE_OPTION", 6)
+    ]
+    return ModeTable(modes, docs, whole, opts)
+
+
+HELP = """usage: pmkit cc|c++ [--mode=MODE] [MODE-OPTIONS] [--trace [--trace-loads]]
                     [--pmkit-dry-run] ARGS...
 
 Compile and link C or C++ with clang-16 and the pmkit pass plugin.
@@ -42,59 +85,45 @@ Compile and link C or C++ with clang-16 and the pmkit pass plugin.
                     compiler and link launchers: the CMake package's pmkit_mode_target)
   CLANG-ARGS        passed to clang unchanged
 
-Robust mode (docs/modes/robust.md):
-  --robust-setting=S  base (flush and fence after every PM access; the default),
-                      opt (escape and persistency-state analysis: fences only where
-                      robustness needs them), flit (opt, with FliT counters for atomics)
-  --strip-existing    remove the program's own flushes and fences first
-  --report            list every flush and fence inserted, with its source line
-  --pm-allocators=F   file naming more PM allocators ('<function> return' or
-                      '<function> out <argument index>' per line)
-  --whole-program     analyse the linked program, as PMRobust does, through clang's LTO:
-                      compile steps (-c) emit bitcode objects (static archives of them
-                      work), the link step (lld) runs the pass on the merged program
-                      (more precise than one file at a time; give it to every step)
-
-Clobber mode (docs/modes/clobber.md):
-  --clobber-setting=S  clobber (log only clobber writes, recovery re-executes; the default)
-                       or undo (log every PM write, recovery rolls back: the baseline)
-  --clobber-domain=D   adr (write back every PM write; the default) or eadr (no write-backs)
-  --clobber-allow=F,G  external functions a FASE may call (they write no PM)
-  --report             list each FASE's writes and whether (and why) each is logged
-  --whole-program      as for robust mode: the analysis sees across source files
-
-SSAPP mode (docs/modes/ssapp.md):
-  --ssapp-fence=F      sfence (end every RISE with an sfence; the default) or compiler (a
-                       compiler barrier: enough on x86 under eADR)
-  --ssapp-allow=F,G    external functions a FASE may call (calling them again is harmless)
-  --ssapp-rmw-ints     integers that FASEs update with atomic RMWs stay below 2^48 (their
-                       top 16 bits hold the tag that makes each RMW detectable)
-  --report             list each FASE's RISEs: kind, source line, torn-bit slots
-  --whole-program      as for robust mode
-
-ARP mode (docs/modes/arp.md):
-  --arp-lowering=L     arp (sfence at persistent releases and sequence points; the
-                       default), scp (clwb + sfence after every PM write) or epoch
-                       (mfence at every sync access and sequence point)
-
+{mode_options}
 Also usable as CC="pmkit cc" in a build system.
 """
 
 
 def help_text() -> str:
     """`pmkit cc --help`: HELP with the modes that are built."""
-    return HELP.format(modes=", ".join(m for m, d in MODES.items() if d))
+    table = mode_table()
+    sections = []
+    for mode, doc in table.docs.items():
+        rows = [(o.flag + ("=" + "|".join(o.values) if o.kind == "CHOICE" else
+                           "=F,G" if o.kind == "NAMES" else "=FILE" if o.kind == "FILE" else ""),
+                 o.help) for o in table.options if o.mode == mode]  # fmt: skip
+        if mode in table.whole_program:
+            rows.append(("--whole-program", "analyse the linked program through clang's LTO: "
+                         "compile steps (-c) emit bitcode objects, the link step (lld) runs the "
+                         "pass on the merged program (give it to every step)"))  # fmt: skip
+        if not rows:
+            continue
+        lines = [f"{mode} mode ({doc}):"]
+        for flag, text in rows:
+            body = textwrap.wrap(text, 90 - 24)
+            lines.append(f"  {flag:<21} {body[0]}" if len(flag) < 22 else f"  {flag}")
+            lines += [" " * 24 + b for b in (body[1:] if len(flag) < 22 else body)]
+        sections.append("\n".join(lines))
+    return HELP.format(modes=", ".join(table.modes), mode_options="\n\n".join(sections) + "\n")
 
 
 # Arguments after which clang does not link.
 NO_LINK = {"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only", "--version", "-###"}
 
 
-# Which mode a -mllvm -pmkit-* option belongs to, by prefix.
-OPTION_MODES = (
-    ("-pmkit-robust-", "robust"), ("-pmkit-pmalias-", "robust"), ("-pmkit-clobber-", "clobber"),
-    ("-pmkit-ssapp-", "ssapp"), ("-pmkit-arp-", "arp"),
-)  # fmt: skip
+def option_owner(option: str) -> str | None:
+    """The mode whose -mllvm -pmkit-* option this is (by the prefix of modes.def's options:
+    -pmkit-robust-..., -pmkit-pmalias-...), or None."""
+    for o in mode_table().options:
+        if option.startswith("-" + "-".join(o.option.split("-")[:2]) + "-"):
+            return o.mode
+    return None
 
 
 class UsageError(Exception):
@@ -236,59 +265,37 @@ def function_names(arg: str) -> str:
 
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     """The clang command for `pmkit cc ARGV`, and whether it is a dry run."""
+    table = mode_table()
     whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
-    robust: list[str] = []  # -mllvm options of robust mode
-    clobber: list[str] = []  # -mllvm options of clobber mode
-    ssapp: list[str] = []  # -mllvm options of ssapp mode
-    arp: list[str] = []  # -mllvm options of arp mode
-    report = False
+    given: list[tuple[ModeOption, str]] = []  # modes.def options given, with their -mllvm form
+    by_flag: dict[str, list[ModeOption]] = {}
+    for o in table.options:
+        by_flag.setdefault(o.flag, []).append(o)
     it = iter(argv)
     for a in it:
+        flag, has_value, value = a.partition("=")
         if a == "--whole-program":
             whole = True
-        elif a == "--strip-existing":
-            robust.append("-pmkit-robust-strip-existing")
-        elif a == "--report":
-            report = True
-        elif a.startswith("--clobber-setting="):
-            setting = a.split("=", 1)[1]
-            if setting not in ("clobber", "undo"):
-                raise UsageError(f"unknown clobber setting '{setting}' (choose from clobber, undo)")
-            clobber.append(f"-pmkit-clobber-setting={setting}")
-        elif a.startswith("--clobber-domain="):
-            domain = a.split("=", 1)[1]
-            if domain not in ("adr", "eadr"):
-                raise UsageError(f"unknown clobber domain '{domain}' (choose from adr, eadr)")
-            clobber.append(f"-pmkit-clobber-domain={domain}")
-        elif a.startswith("--clobber-allow="):
-            clobber.append(f"-pmkit-clobber-allow={function_names(a)}")
-        elif a.startswith("--ssapp-fence="):
-            fence = a.split("=", 1)[1]
-            if fence not in ("sfence", "compiler"):
-                raise UsageError(f"unknown ssapp fence '{fence}' (choose from sfence, compiler)")
-            ssapp.append(f"-pmkit-ssapp-fence={fence}")
-        elif a.startswith("--arp-lowering="):
-            lowering = a.split("=", 1)[1]
-            if lowering not in ("arp", "scp", "epoch"):
-                raise UsageError(f"unknown arp lowering '{lowering}' (choose from arp, scp, epoch)")
-            arp.append(f"-pmkit-arp-lowering={lowering}")
-        elif a == "--ssapp-rmw-ints":
-            ssapp.append("-pmkit-ssapp-rmw-ints")
-        elif a.startswith("--ssapp-allow="):
-            ssapp.append(f"-pmkit-ssapp-allow={function_names(a)}")
-        elif a.startswith("--robust-setting="):
-            setting = a.split("=", 1)[1]
-            if setting not in ("base", "opt", "flit"):
-                raise UsageError(
-                    f"unknown robust setting '{setting}' (choose from base, opt, flit)"
-                )
-            robust.append(f"-pmkit-robust-setting={setting}")
-        elif a.startswith("--pm-allocators="):
-            f = a.split("=", 1)[1]
-            if not os.path.isfile(f):
-                raise UsageError(f"--pm-allocators: no such file: {f}")
-            robust.append(f"-pmkit-pmalias-config={os.path.abspath(f)}")
+        elif flag in by_flag and (has_value or by_flag[flag][0].kind == "SWITCH"):
+            o = by_flag[flag][0]
+            if o.kind == "SWITCH":
+                if has_value:
+                    raise UsageError(f"{flag} takes no value")
+                given.append((o, ""))
+            elif o.kind == "CHOICE":
+                if value not in o.values:
+                    raise UsageError(
+                        f"unknown {flag[2:].replace('-', ' ')} '{value}' "
+                        f"(choose from {', '.join(o.values)})"
+                    )
+                given.append((o, value))
+            elif o.kind == "NAMES":
+                given.append((o, function_names(a)))
+            else:  # FILE
+                if not os.path.isfile(value):
+                    raise UsageError(f"{flag}: no such file: {value}")
+                given.append((o, os.path.abspath(value)))
         elif a == "--trace":
             trace = True
         elif a == "--trace-loads":
@@ -308,33 +315,28 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
             "whole-process persistence builds with 'pmkit wpp cc' (or CC=\"pmkit wpp cc\"), "
             "not --mode=wpp: see docs/modes/wpp.md"
         )
-    if mode not in MODES:
-        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
-    if MODES[mode] is None:
-        raise UsageError(f"mode '{mode}' is not available in this build yet")
-    if robust and mode != "robust":
-        raise UsageError(
-            "--robust-setting, --strip-existing and --pm-allocators need --mode=robust"
-        )
-    if clobber and mode != "clobber":
-        raise UsageError(
-            "--clobber-setting, --clobber-domain and --clobber-allow need --mode=clobber"
-        )
-    if ssapp and mode != "ssapp":
-        raise UsageError("--ssapp-fence, --ssapp-allow and --ssapp-rmw-ints need --mode=ssapp")
-    if arp and mode != "arp":
-        raise UsageError("--arp-lowering needs --mode=arp")
-    if report and mode not in ("robust", "clobber", "ssapp"):
-        raise UsageError("--report needs --mode=robust, --mode=clobber or --mode=ssapp")
-    if whole and mode not in ("robust", "clobber", "ssapp"):
-        raise UsageError("--whole-program needs --mode=robust, --mode=clobber or --mode=ssapp")
-    if report:
-        robust.append(f"-pmkit-{mode}-report")
-    robust += clobber + ssapp + arp  # the mode's -mllvm options
+    if mode not in table.modes:
+        raise UsageError(f"unknown mode '{mode}' (choose from {', '.join(table.modes)})")
+    mode_options: list[str] = []  # the mode's -mllvm options, a flag all modes share last
+    for o, value in sorted(given, key=lambda g: len(by_flag[g[0].flag]) > 1):
+        mine = next((x for x in by_flag[o.flag] if x.mode == mode), None)
+        if mine is None:
+            owners = [x.mode for x in by_flag[o.flag]]
+            if len(owners) > 1:
+                need = ", ".join(f"--mode={m}" for m in owners[:-1]) + f" or --mode={owners[-1]}"
+                raise UsageError(f"{o.flag} needs {need}")
+            own = [x.flag for x in table.options if x.mode == o.mode]
+            flags = [f for f in dict.fromkeys(own) if len(by_flag[f]) == 1]
+            names = flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + f" and {flags[-1]}"
+            raise UsageError(f"{names} need{'s' if len(flags) == 1 else ''} --mode={o.mode}")
+        mode_options.append(f"-{mine.option}" + (f"={value}" if value else ""))
+    if whole and mode not in table.whole_program:
+        need = ", ".join(f"--mode={m}" for m in table.whole_program[:-1])
+        raise UsageError(f"--whole-program needs {need} or --mode={table.whole_program[-1]}")
     # A mode's -mllvm option given to another mode would be parsed and do nothing.
     for a, b in zip(rest, rest[1:], strict=False):
-        owner = next((m for pre, m in OPTION_MODES if b.startswith(pre)), None)
-        if a == "-mllvm" and owner and owner != mode:
+        owner = option_owner(b) if a == "-mllvm" else None
+        if owner and owner != mode:
             raise UsageError(f"{b} is an option of --mode={owner}, not of --mode={mode}")
     if whole and any(
         rest[i : i + 3] == ["-Xclang", "-mllvm", "-Xclang"] and rest[i + 3].startswith("-pmkit-")
@@ -366,7 +368,7 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
                     f"{a} was compiled with --whole-program: link with --whole-program too"
                 )
     # The passes' options: the mode, its options, tracing.
-    options = [f"-pmkit-mode={mode}", *robust]
+    options = [f"-pmkit-mode={mode}", *mode_options]
     options += ["-pmkit-trace"] + (["-pmkit-trace-loads"] if loads else []) if trace else []
     if whole:
         if not p.plugin:

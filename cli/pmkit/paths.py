@@ -30,6 +30,7 @@ class Paths:
     sim: Path | None = None
     wpplib: Path | None = None
     wppopts: Path | None = None
+    modes: Path | None = None  # passes/modes.def
 
     def binary(self, rel: str) -> Path:
         """A program built in the build tree, e.g. 'examples/kvstore/kvstore'."""
@@ -52,7 +53,7 @@ def _candidates() -> list[Path]:
 
 
 _PATHS = ("include", "libdir", "plugin", "tracelibdir", "explorer", "sim", "wpplib", "wppopts",
-          "bindir")  # fmt: skip
+          "bindir", "modes")  # fmt: skip
 
 
 def find() -> Paths:
@@ -73,5 +74,6 @@ def find() -> Paths:
                 opt["sim"],
                 opt["wpplib"],
                 opt["wppopts"],
+                opt["modes"],
             )
     raise EnvError("no pmkit build found (looked for pmkit-paths.json); run 'make build' first")

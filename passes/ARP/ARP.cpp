@@ -15,12 +15,13 @@
 
 #include "ARP/ARP.h"
 
+#include "Common/Access.h"
+#include "Common/Diagnose.h"
+#include "Common/Pipeline.h"
 #include "Common/SourceLoc.h"
 #include "Common/Target.h"
 #include "Common/WriteBack.h"
 #include "PMAlias/PMAlias.h"
-#include "Robust/RobustOpt.h" // accessOf
-#include "Trace/Trace.h"      // traceEnabled
 #include "pmkit/trace_format.h"
 
 #include "llvm/ADT/Statistic.h"

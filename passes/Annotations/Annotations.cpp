@@ -11,6 +11,7 @@
 //     -pmkit-annotations-report -S in.ll
 
 #include "Annotations/Annotations.h"
+#include "Common/Diagnose.h"
 #include "PMAlias/PMAlias.h"
 
 #include "llvm/ADT/Statistic.h"
@@ -134,9 +135,12 @@ void AnnotationReader::visit(GlobalValue &Target, StringRef Annotation) {
   auto *F = dyn_cast<Function>(&Target);
   if (!F) {
     ++NumNotOnFunction;
-    errs() << DEBUG_TYPE ": warning: annotation '" << Annotation << "' on '"
-           << Target.getName()
-           << "' ignored: pmkit annotations apply to functions only\n";
+    pmkit::diagnoseModule(
+        Target.getContext(),
+        Twine(DEBUG_TYPE ": annotation '") + Annotation + "' on '" +
+            Target.getName() +
+            "' ignored: pmkit annotations apply to functions only",
+        DS_Warning);
     return;
   }
   for (const ParamKindInfo &PK : ParamKinds) {
@@ -156,11 +160,14 @@ void AnnotationReader::visit(GlobalValue &Target, StringRef Annotation) {
   if (!K) {
     // Skipped rather than attached, so a misspelling cannot half-work.
     ++NumUnknown;
-    errs() << DEBUG_TYPE ": warning: unknown annotation '" << Annotation
-           << "' on function '" << F->getName() << "' ignored (known:";
-    for (const KindInfo &Known : Kinds)
-      errs() << ' ' << Known.Attr;
-    errs() << ")\n";
+    std::string Known;
+    for (const KindInfo &K : Kinds)
+      Known += " " + K.Attr.str();
+    pmkit::diagnose(*F,
+                    Twine(DEBUG_TYPE ": unknown annotation '") + Annotation +
+                        "' on function '" + F->getName() +
+                        "' ignored (known:" + Known + ")",
+                    DS_Warning);
     return;
   }
   if (!Found.emplace(F->getName().str(), K->Kind.str()).second)

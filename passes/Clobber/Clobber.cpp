@@ -22,6 +22,8 @@
 #include "Clobber/Clobber.h"
 #include "Annotations/Annotations.h"
 #include "Common/Access.h"
+#include "Common/CallEffects.h"
+#include "Common/Diagnose.h"
 #include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
@@ -116,60 +118,6 @@ cl::opt<unsigned>
     InlineLimit("pmkit-clobber-inline-limit", cl::Hidden, cl::init(50000),
                 cl::desc("Instructions a FASE may grow to by inlining"));
 
-// How a call that stays a call touches the program's memory.
-enum class Effect {
-  None,     // nothing the FASE's inputs live in (runtime, locks, math)
-  ReadArgs, // reads what its pointer arguments point to
-  Copy,     // memcpy-like: writes arg 0, reads arg 1, length arg 2
-  Set,      // memset-like: writes arg 0, length arg 2
-};
-struct KnownFn {
-  StringLiteral Name;
-  Effect E;
-};
-// pmkit's allocator journals its own work and PM locks are reset after a
-// crash, so neither is a FASE input; DRAM locks do not survive a crash.
-const KnownFn Known[] = {
-    {"pmkit_alloc", Effect::None},
-    {"pmkit_zalloc", Effect::None},
-    {"pmkit_free", Effect::None},
-    {"pmkit_usable_size", Effect::None},
-    {"pmkit_flush", Effect::None},
-    {"pmkit_fence", Effect::None},
-    {"pmkit_persist", Effect::None},
-    {"pmkit_crash_point", Effect::None},
-    {"pmkit_mark_begin", Effect::None},
-    {"pmkit_mark_end", Effect::None},
-    {"pmkit_mutex_lock", Effect::None},
-    {"pmkit_mutex_trylock", Effect::None},
-    {"pmkit_mutex_unlock", Effect::None},
-    {"pmkit_rwlock_rdlock", Effect::None},
-    {"pmkit_rwlock_wrlock", Effect::None},
-    {"pmkit_rwlock_unlock", Effect::None},
-    {"pthread_mutex_lock", Effect::None},
-    {"pthread_mutex_trylock", Effect::None},
-    {"pthread_mutex_unlock", Effect::None},
-    {"pthread_rwlock_rdlock", Effect::None},
-    {"pthread_rwlock_wrlock", Effect::None},
-    {"pthread_rwlock_unlock", Effect::None},
-    {"pthread_spin_lock", Effect::None},
-    {"pthread_spin_unlock", Effect::None},
-    {"pthread_self", Effect::None},
-    {"__assert_fail", Effect::None},
-    {"abort", Effect::None},
-    {"memcpy", Effect::Copy},
-    {"memmove", Effect::Copy},
-    {"memset", Effect::Set},
-    {"memcmp", Effect::ReadArgs},
-    {"bcmp", Effect::ReadArgs},
-    {"strlen", Effect::ReadArgs},
-    {"strnlen", Effect::ReadArgs},
-    {"strcmp", Effect::ReadArgs},
-    {"strncmp", Effect::ReadArgs},
-    {"strchr", Effect::ReadArgs},
-    {"memchr", Effect::ReadArgs},
-};
-
 // A memory access of the analysed function.
 struct Access {
   Instruction *I;
@@ -258,13 +206,12 @@ private:
 
 void ClobberInstrumenter::diag(const Instruction *I, const Twine &Msg,
                                bool Error) {
-  std::string Where = I ? pmkit::sourceLoc(I) : std::string("");
-  if (Error) {
-    Failed = true;
-    Ctx.emitError(Twine("pmkit-clobber: ") + Where + ": " + Msg);
-  } else {
-    errs() << DEBUG_TYPE ": warning: " << Where << ": " << Msg << '\n';
-  }
+  DiagnosticSeverity Severity = Error ? DS_Error : DS_Warning;
+  Failed |= Error;
+  if (I)
+    pmkit::diagnoseAt(*I, "pmkit-clobber: " + Msg, Severity);
+  else
+    pmkit::diagnoseModule(Ctx, "pmkit-clobber: " + Msg, Severity);
 }
 
 // Functions a FASE still calls (and all they may call) log every write:
@@ -466,24 +413,26 @@ bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
   StringRef N = G->getName();
   if (N.startswith("__pmkit_") || G->doesNotAccessMemory())
     return true;
-  for (const KnownFn &K : Known) {
-    if (K.Name != N)
-      continue;
-    if (K.E == Effect::None)
-      return true;
-    if (K.E == Effect::Copy || K.E == Effect::Set) {
-      if (CB.arg_size() < 3)
-        break;
+  // pmkit's allocator journals its own work and PM locks are reset after a
+  // crash, so neither is a FASE input; DRAM locks do not survive a crash.
+  unsigned E = pmkit::callEffects(N);
+  if (E &
+      (pmkit::CE_PMKIT_SAFE | pmkit::CE_LOCK_ACQUIRE | pmkit::CE_LOCK_RELEASE |
+       pmkit::CE_QUERY | pmkit::CE_THREAD | pmkit::CE_CRASH_POINT))
+    return true;
+  if (E & (pmkit::CE_COPY | pmkit::CE_SET)) {
+    if (CB.arg_size() >= 3) {
       Value *Len = CB.getArgOperand(2);
       Access W{&CB, MemoryLocation::getBeforeOrAfter(CB.getArgOperand(0))};
       W.Size = Len->getType() == I64 ? Len : nullptr;
       Wr.push_back(W);
-      if (K.E == Effect::Copy)
+      if (E & pmkit::CE_COPY)
         Reads.push_back(
             {&CB, MemoryLocation::getBeforeOrAfter(CB.getArgOperand(1))});
       return true;
     }
-    for (Value *A : CB.args()) // ReadArgs
+  } else if (E & pmkit::CE_READS_ARGS) {
+    for (Value *A : CB.args())
       if (A->getType()->isPointerTy())
         Reads.push_back({&CB, MemoryLocation::getBeforeOrAfter(A)});
     return true;

@@ -4,6 +4,8 @@
 
 #include "Common/Fase.h"
 #include "Annotations/Annotations.h"
+#include "Common/CallEffects.h"
+#include "Common/Diagnose.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
 #include "Common/Target.h"
@@ -106,17 +108,11 @@ unsigned pmkit::stripPersistOps(Function &F) {
 }
 
 bool pmkit::isLockAcquire(StringRef N) {
-  return N == "pthread_mutex_lock" || N == "pthread_mutex_trylock" ||
-         N == "pmkit_mutex_lock" || N == "pmkit_mutex_trylock" ||
-         N == "pthread_rwlock_rdlock" || N == "pthread_rwlock_wrlock" ||
-         N == "pmkit_rwlock_rdlock" || N == "pmkit_rwlock_wrlock" ||
-         N == "pthread_spin_lock";
+  return callEffects(N) & CE_LOCK_ACQUIRE;
 }
 
 bool pmkit::isLockRelease(StringRef N) {
-  return N == "pthread_mutex_unlock" || N == "pmkit_mutex_unlock" ||
-         N == "pthread_rwlock_unlock" || N == "pmkit_rwlock_unlock" ||
-         N == "pthread_spin_unlock";
+  return callEffects(N) & CE_LOCK_RELEASE;
 }
 
 bool pmkit::stripFaseAnchors(Module &M) {

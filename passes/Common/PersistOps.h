@@ -17,7 +17,7 @@
 // once), lfence nothing, and an xchg a fence only with a memory operand.
 // Only a template the assembler rejects is read by the text rules of
 // asmEffectText (counted by the statistic pmkit-asm.NumTextFallbacks).
-// The assembler side is in passes/Trace/AsmDecode.cpp.
+// The assembler side is in AsmDecode.cpp.
 
 #ifndef PMKIT_PASSES_COMMON_PERSISTOPS_H
 #define PMKIT_PASSES_COMMON_PERSISTOPS_H

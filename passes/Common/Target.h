@@ -12,7 +12,6 @@
 #define PMKIT_PASSES_COMMON_TARGET_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -34,14 +33,6 @@ inline bool targetSupported(llvm::Module &M, llvm::StringRef Pass) {
       " is not supported: pmkit emits x86-64 write-backs and fences "
       "(clwb, sfence) and states its guarantees for x86-64 only");
   return false;
-}
-
-// A warning or error about F through LLVM's diagnostic handler (so clang
-// formats it, with F's source location, and -Werror applies).
-inline void diagnose(const llvm::Function &F, const std::string &Msg,
-                     llvm::DiagnosticSeverity Severity) {
-  F.getContext().diagnose(llvm::DiagnosticInfoUnsupported(
-      F, Msg, llvm::DiagnosticLocation(F.getSubprogram()), Severity));
 }
 
 // Why F must not be instrumented ("naked",

@@ -21,6 +21,7 @@
 #include "Annotations/Annotations.h"
 
 #include "Common/Access.h"
+#include "Common/CallEffects.h"
 #include "Common/SourceLoc.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -141,91 +142,6 @@ void readAllocatorConfig(Module &M, StringMap<PMAllocator> &Out) {
           *L + "'");
   }
 }
-
-// External functions that return no pointer and store none through their
-// arguments: calling them changes nothing the analysis tracks.
-const char *const NoPointerEffects[] = {"free",
-                                        "pmkit_free",
-                                        "pmkit_flush",
-                                        "pmkit_fence",
-                                        "pmkit_persist",
-                                        "pmkit_mark_begin",
-                                        "pmkit_mark_end",
-                                        "pmkit_mutex_lock",
-                                        "pmkit_mutex_unlock",
-                                        "pmkit_mutex_trylock",
-                                        "pmkit_rwlock_rdlock",
-                                        "pmkit_rwlock_wrlock",
-                                        "pmkit_rwlock_unlock",
-                                        "pmkit_pool_close",
-                                        "pmkit_crash_point",
-                                        "pmkit_tracing",
-                                        "pmkit_in_pool",
-                                        "pmkit_off",
-                                        "pmem_flush",
-                                        "pmem_drain",
-                                        "pmem_persist",
-                                        "pmemobj_persist",
-                                        "pmemobj_flush",
-                                        "pmemobj_drain",
-                                        "pthread_mutex_lock",
-                                        "pthread_mutex_unlock",
-                                        "pthread_mutex_trylock",
-                                        "pthread_mutex_init",
-                                        "pthread_mutex_destroy",
-                                        "pthread_rwlock_rdlock",
-                                        "pthread_rwlock_wrlock",
-                                        "pthread_rwlock_unlock",
-                                        "pthread_rwlock_init",
-                                        "pthread_spin_lock",
-                                        "pthread_spin_unlock",
-                                        "pthread_spin_init",
-                                        "pthread_join",
-                                        "printf",
-                                        "fprintf",
-                                        "puts",
-                                        "fputs",
-                                        "fputc",
-                                        "putchar",
-                                        "perror",
-                                        "memcmp",
-                                        "strcmp",
-                                        "strncmp",
-                                        "strlen",
-                                        "exit",
-                                        "abort",
-                                        "__assert_fail",
-                                        "clock_gettime",
-                                        "nanosleep",
-                                        "usleep",
-                                        "sched_yield",
-                                        "close",
-                                        "write",
-                                        "read",
-                                        "unlink",
-                                        "access",
-                                        "fsync",
-                                        "msync",
-                                        "munmap",
-                                        "madvise",
-                                        "atoi",
-                                        "atol",
-                                        "strtoull",
-                                        "strtoul",
-                                        "strtol",
-                                        "strtod",
-                                        "rand",
-                                        "srand",
-                                        "time",
-                                        "getpid",
-                                        "sysconf",
-                                        "fflush",
-                                        "snprintf",
-                                        "sprintf",
-                                        "vfprintf",
-                                        "vsnprintf",
-                                        "__pmkit_crash_point",
-                                        "__pmkit_flush_range"};
 
 bool carriesPointers(Type *T) {
   if (T->isPointerTy())
@@ -788,7 +704,7 @@ bool PMAliasSolver::constrainKnownExternal(CallBase &CB, Function &Callee) {
     addStore(node(CB.getArgOperand(CB.arg_size() - 1)), P);
     return true;
   }
-  return is_contained(NoPointerEffects, Name);
+  return (callEffects(Name) & CE_NO_POINTER) != 0;
 }
 
 void PMAliasSolver::solve() {

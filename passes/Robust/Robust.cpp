@@ -17,11 +17,13 @@
 #include "Robust/Robust.h"
 
 #include "Annotations/Annotations.h"
+#include "Common/Diagnose.h"
 #include "Common/PersistOps.h"
 #include "PMAlias/PMAlias.h"
 #include "Robust/RobustOpt.h"
 #include "pmkit/abi.h"
 
+#include "Common/CallEffects.h"
 #include "Common/SourceLoc.h"
 #include "Common/Target.h"
 #include "Common/WriteBack.h"
@@ -248,13 +250,6 @@ bool isExistingPersistOp(const Instruction &I) {
   }
 }
 
-// Library functions that write through their first argument a length the
-// pass cannot know statically.
-const char *const LibraryWriters[] = {
-    "strcpy",   "strncpy",  "stpcpy",    "strcat", "strncat", "sprintf",
-    "snprintf", "vsprintf", "vsnprintf", "fgets",  "fread",   "read",
-    "pread",    "memccpy",  "wcscpy",    "gets"};
-
 // Writes to PM the pass does not model (a scatter, a library function
 // writing a string): robust mode fences before them like before any call,
 // but cannot write back what they wrote -- say so.
@@ -270,12 +265,15 @@ void Robustifier::warnUnmodeled(Function &F) {
           Written.insert(Mm.Arg);
       bool Unnamed = Written.count(-1);
       if (Unnamed || Written.size() > 1 || (Written.size() == 1 && !X.AsmStore))
-        errs() << DEBUG_TYPE << ": warning: " << sourceLoc(&I)
-               << ": inline asm writes memory robust mode cannot place: "
-               << (Unnamed ? "at an address no operand names"
-                           : "through more than one operand")
-               << " (only its first write to an operand is written back; "
-                  "if the rest may be PM, write it back yourself)\n";
+        pmkit::diagnoseAt(
+            I,
+            Twine(DEBUG_TYPE) +
+                ": inline asm writes memory robust mode cannot place: " +
+                (Unnamed ? "at an address no operand names"
+                         : "through more than one operand") +
+                " (only its first write to an operand is written "
+                "back; if the rest may be PM, write it back yourself)",
+            DS_Warning);
       continue;
     }
     Function *Callee = CB ? CB->getCalledFunction() : nullptr;
@@ -290,10 +288,9 @@ void Robustifier::warnUnmodeled(Function &F) {
       Dst = CB->getArgOperand(1);
       break;
     case Intrinsic::not_intrinsic:
-      if (is_contained(LibraryWriters, Callee->getName()))
-        Dst = CB->getArgOperand(
-            Callee->getName() == "read" || Callee->getName() == "pread" ? 1
-                                                                        : 0);
+      if (int A = writtenArgument(callEffects(Callee->getName()));
+          A >= 0 && (unsigned)A < CB->arg_size())
+        Dst = CB->getArgOperand(A);
       break;
     default:
       break;
@@ -301,11 +298,13 @@ void Robustifier::warnUnmodeled(Function &F) {
     // (A scatter's vector of addresses: warned about whatever it points to.)
     if (!Dst || (Dst->getType()->isPointerTy() && !PA.mayBePM(Dst)))
       continue;
-    errs() << DEBUG_TYPE << ": warning: " << sourceLoc(&I) << ": "
-           << displayName(*Callee)
-           << " may write PM in a way robust mode does not model: its "
-              "writes are not written back (write them back yourself, "
-              "or write PM with plain stores or memcpy)\n";
+    pmkit::diagnoseAt(
+        I,
+        Twine(DEBUG_TYPE) + ": " + displayName(*Callee) +
+            " may write PM in a way robust mode does not model: its "
+            "writes are not written back (write them back yourself, "
+            "or write PM with plain stores or memcpy)",
+        DS_Warning);
   }
 }
 

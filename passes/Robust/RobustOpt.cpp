@@ -51,6 +51,7 @@
 
 #include "Robust/RobustOpt.h"
 
+#include "Common/CallEffects.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
 #include "PMAlias/PMAlias.h"
@@ -80,112 +81,17 @@
 using namespace llvm;
 using namespace pmkit;
 
-PMAccess pmkit::accessOf(Instruction &I, const DataLayout &DL) {
-  PMAccess R;
-  if (auto *SI = dyn_cast<StoreInst>(&I)) {
-    R.Addr = SI->getPointerOperand();
-    R.Size = DL.getTypeStoreSize(SI->getValueOperand()->getType());
-    R.A = SI->getAlign();
-    R.What = SI->isAtomic()     ? "atomic store to PM"
-             : SI->isVolatile() ? "volatile store to PM"
-                                : "store to PM";
-  } else if (auto *LI = dyn_cast<LoadInst>(&I)) {
-    // A volatile load counts as an atomic one: lock-free code written before
-    // C11 atomics (and atomics libraries built on compiler builtins, such as
-    // Concurrency Kit's) reads shared words with volatile loads, so one may
-    // return another thread's store that has not persisted yet.
-    if (LI->isAtomic() || LI->isVolatile()) {
-      R.Addr = LI->getPointerOperand();
-      R.Size = DL.getTypeStoreSize(LI->getType());
-      R.A = LI->getAlign();
-      R.What = LI->isAtomic() ? "atomic load from PM" : "volatile load from PM";
-    }
-  } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
-    R.Addr = RMW->getPointerOperand();
-    R.Size = DL.getTypeStoreSize(RMW->getValOperand()->getType());
-    R.A = RMW->getAlign();
-    R.What = "atomic RMW on PM";
-  } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
-    R.Addr = CX->getPointerOperand();
-    R.Size = DL.getTypeStoreSize(CX->getNewValOperand()->getType());
-    R.A = CX->getAlign();
-    R.What = "compare-and-swap on PM";
-  } else if (auto *MI = dyn_cast<AnyMemIntrinsic>(&I)) {
-    // (Element-wise atomic memcpy/memset included.)
-    R.Addr = MI->getRawDest();
-    R.Len = MI->getLength();
-    R.A = Align(1);
-    R.What = isa<AnyMemSetInst>(MI) ? "memset into PM" : "memcpy into PM";
-  } else if (auto *CB = dyn_cast<CallInst>(&I); CB && CB->isInlineAsm()) {
-    // The statement's first write to memory an operand names (else its
-    // first such read, which counts as an atomic load): what the machine
-    // code decoded to, from the operand's address to the end of the access.
-    AsmEffect E = asmEffect(*CB);
-    const AsmMem *Pick = nullptr;
-    for (const AsmMem &Mm : E.Mem)
-      if (Mm.Arg >= 0 && Mm.Disp >= 0 &&
-          CB->getArgOperand(Mm.Arg)->getType()->isPointerTy() &&
-          (!Pick || (Mm.Store && !Pick->Store)))
-        Pick = &Mm;
-    if (Pick) {
-      R.Addr = CB->getArgOperand(Pick->Arg);
-      uint64_t Size = Pick->Size;
-      if (!Size)
-        if (Type *T = CB->getParamElementType(Pick->Arg))
-          Size = DL.getTypeStoreSize(T);
-      R.Size = Pick->Disp + (Size ? Size : 8);
-      R.A = Align(1);
-      R.What = Pick->Store ? "inline asm writing PM" : "inline asm reading PM";
-      R.AsmStore = Pick->Store;
-    }
-  } else if (auto *II = dyn_cast<IntrinsicInst>(&I);
-             II && II->getIntrinsicID() == Intrinsic::masked_store) {
-    // The whole vector's range: a superset of the lanes written.
-    R.Addr = II->getArgOperand(1);
-    R.Size = DL.getTypeStoreSize(II->getArgOperand(0)->getType());
-    R.A = Align(1);
-    R.What = "masked store to PM";
-  }
-  return R;
-}
-
 namespace {
 
-// External functions that neither write PM nor release anything another
+// An external function that neither writes PM nor releases anything another
 // thread could act on: a caller's pending write-backs may stay pending
-// across them.
-const StringSet<> &harmlessExternals() {
-  static const StringSet<> S = {"malloc",
-                                "calloc",
-                                "realloc",
-                                "free",
-                                "aligned_alloc",
-                                "posix_memalign",
-                                "memcmp",
-                                "bcmp",
-                                "strlen",
-                                "strcmp",
-                                "strncmp",
-                                "pthread_mutex_lock",
-                                "pthread_spin_lock",
-                                "pthread_rwlock_rdlock",
-                                "pthread_rwlock_wrlock",
-                                "pthread_self",
-                                "pmkit_pool_base",
-                                "pmkit_ptr",
-                                "pmkit_off",
-                                "pmkit_in_pool",
-                                "pmkit_pool_of",
-                                "rand",
-                                "rand_r",
-                                "random",
-                                "clock_gettime",
-                                "__errno_location",
-                                "sched_yield",
-                                "pmkit_mark_begin",
-                                "pmkit_mark_end",
-                                "pmkit_tracing"};
-  return S;
+// across it. (pmkit's own locks write the pool: not one of them.)
+bool harmlessExternal(StringRef Name) {
+  unsigned E = callEffects(Name);
+  if (E & CE_PMKIT_SAFE)
+    return false;
+  return (E & (CE_READS_ARGS | CE_HEAP | CE_QUERY | CE_THREAD | CE_ENV |
+               CE_LOCK_ACQUIRE)) != 0;
 }
 
 // Allocators whose fresh block goes to an out-parameter: index of the size
@@ -938,7 +844,7 @@ bool Planner::callWaits(const CallBase &CB, bool Defined,
   if (Defined)
     return Sp && Sp->NeedsClean;
   const Function *Callee = CB.getCalledFunction();
-  return !Callee || !harmlessExternals().count(Callee->getName());
+  return !Callee || !harmlessExternal(Callee->getName());
 }
 
 // Whether some instruction of L may need a fence when something is pending:

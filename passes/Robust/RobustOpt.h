@@ -12,6 +12,8 @@
 #ifndef PMKIT_PASSES_ROBUSTOPT_H
 #define PMKIT_PASSES_ROBUSTOPT_H
 
+#include "Common/Access.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/IR/PassManager.h"
@@ -29,22 +31,6 @@ class DataLayout;
 namespace pmkit {
 
 class PMAliasInfo;
-
-// The memory an instruction writes (or, for an atomic load, reads): Size
-// bytes at Addr, or Len bytes when Len is set (memcpy, memmove, memset).
-struct PMAccess {
-  llvm::Value *Addr = nullptr;
-  uint64_t Size = 0;
-  llvm::Align A;
-  llvm::Value *Len = nullptr;
-  const char *What = "";
-  bool AsmStore = false; // inline asm that writes (else, with Addr, reads)
-};
-// The access of a store, atomic load, RMW, compare-and-swap, memory
-// intrinsic (element-wise atomic ones too), masked store or inline asm that
-// reads or writes memory through an operand (its first write, else its
-// first read); Addr is null for anything else.
-PMAccess accessOf(llvm::Instruction &I, const llvm::DataLayout &DL);
 
 struct RobustAction {
   enum Kind {

@@ -25,6 +25,8 @@
 
 #include "SSAPP/SSAPP.h"
 #include "Annotations/Annotations.h"
+#include "Common/CallEffects.h"
+#include "Common/Diagnose.h"
 #include "Common/Fase.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
@@ -111,28 +113,6 @@ cl::opt<bool> NoSplitOpt(
 cl::opt<unsigned>
     InlineLimit("pmkit-ssapp-inline-limit", cl::Hidden, cl::init(50000),
                 cl::desc("Instructions a FASE may grow to by inlining"));
-
-// Library functions a FASE may call: they read at most what their
-// arguments point to and write nothing, so calling them again after a
-// crash gives the same result.
-const StringLiteral ReadOnlyLib[] = {
-    "memcmp",
-    "bcmp",
-    "strlen",
-    "strnlen",
-    "strcmp",
-    "strncmp",
-    "strchr",
-    "memchr",
-    "abort",
-    "__assert_fail",
-    "pmkit_crash_point",
-    "pmkit_mark_begin",
-    "pmkit_mark_end",
-    "pmkit_usable_size",
-    "pmkit_in_pool",
-    "pmkit_pool_of",
-};
 
 // What a call left in a FASE is, after inlining.
 enum class CallClass {
@@ -251,8 +231,10 @@ private:
 
 void SSAPPInstrumenter::diag(const Instruction *I, const Twine &Msg) {
   Failed = true;
-  std::string Where = I ? pmkit::sourceLoc(I) : std::string("");
-  Ctx.emitError(Twine("pmkit-ssapp: ") + Where + ": " + Msg);
+  if (I)
+    pmkit::diagnoseAt(*I, "pmkit-ssapp: " + Msg, DS_Error);
+  else
+    pmkit::diagnoseModule(Ctx, "pmkit-ssapp: " + Msg, DS_Error);
 }
 
 CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
@@ -338,15 +320,19 @@ CallClass SSAPPInstrumenter::classify(CallBase &CB, bool Report) {
     return CallClass::Move;
   if (N.startswith("__pmkit_ssapp_") || N == "__pmkit_crash_point")
     return CallClass::Idempotent;
-  for (StringRef K : ReadOnlyLib)
-    if (N == K)
-      return CallClass::Idempotent;
+  // Library functions that read at most what their arguments point to and
+  // write nothing: calling them again after a crash gives the same result.
+  if (pmkit::callEffects(N) &
+      (pmkit::CE_READS_ARGS | pmkit::CE_QUERY | pmkit::CE_CRASH_POINT))
+    return CallClass::Idempotent;
   if (Allowed.count(N) || G->onlyReadsMemory())
     return CallClass::Idempotent;
   return Bad("FASE " + pmkit::displayName(*Owner) + " calls " + N +
              ", whose effect on persistent memory is unknown: make its "
-             "source visible to the pass, or allow it with --ssapp-allow=" +
-             N + " if calling it again after a crash is harmless");
+             "source visible to the pass, or allow it with "
+             "-pmkit-ssapp-allow=" +
+             N + " (pmkit cc --ssapp-allow=" + N +
+             ") if calling it again after a crash is harmless");
 }
 
 // A 64-bit integer built from a pointer (C's atomics on pointers are
@@ -395,7 +381,7 @@ bool SSAPPInstrumenter::check(Function &F) {
              " declares PMKIT_FASE_IN or PMKIT_FASE_SCRATCH buffers, which "
              "only clobber mode copies: in ssapp mode every pointer a FASE "
              "is given must point into the pool (put the buffer in the "
-             "pool, or build with --mode=clobber)");
+             "pool, or build in clobber mode)");
     Ok = false;
   }
   for (Instruction &I : instructions(F)) {
@@ -464,7 +450,8 @@ bool SSAPPInstrumenter::check(Function &F) {
                      " makes an atomic read-modify-write of a 64-bit "
                      "integer, which may use every bit: ssapp mode needs the "
                      "top 16 bits for its tag. If the integers stay below "
-                     "2^48, say so with --ssapp-rmw-ints");
+                     "2^48, say so with -pmkit-ssapp-rmw-ints (pmkit cc "
+                     "--ssapp-rmw-ints)");
         Ok = false;
       }
     } else if (auto *AI = dyn_cast<AllocaInst>(&I)) {

@@ -17,6 +17,7 @@
 
 #include "Trace/Trace.h"
 
+#include "Common/Diagnose.h"
 #include "Common/PersistOps.h"
 #include "Common/SourceLoc.h"
 #include "Common/Target.h"
@@ -74,13 +75,9 @@ STATISTIC(NumUnplacedFlushes,
 STATISTIC(NumLibWrites, "Library calls recorded as writes after they return");
 STATISTIC(NumCalls, "Pointers given to uninstrumented calls (CALL events)");
 
-static cl::opt<bool> TraceOpt("pmkit-trace", cl::Hidden, cl::init(false),
-                              cl::desc("Run pmkit-trace last in the pipeline"));
 static cl::opt<bool>
     TraceLoads("pmkit-trace-loads", cl::Hidden, cl::init(false),
                cl::desc("pmkit-trace: also report loads from PM"));
-
-bool pmkit::traceEnabled() { return TraceOpt; }
 
 namespace {
 
@@ -534,10 +531,13 @@ bool Tracer::instrumentAsmStores(CallBase *CB, const AsmEffect &E, uint32_t Loc,
       continue;
     if (Mm.Arg < 0) {
       ++NumUnplacedAsmWrites;
-      errs() << DEBUG_TYPE << ": warning: " << sourceLoc(CB)
-             << ": inline asm writes memory at an address no operand names: "
-                "the trace does not record that write (if it may be PM, "
-                "pass the address as an operand)\n";
+      pmkit::diagnoseAt(
+          *CB,
+          Twine(DEBUG_TYPE) +
+              ": inline asm writes memory at an address no operand "
+              "names: the trace does not record that write (if it "
+              "may be PM, pass the address as an operand)",
+          DS_Warning);
       continue;
     }
     Value *A = CB->getArgOperand(Mm.Arg);

@@ -32,9 +32,6 @@ public:
   static bool isRequired() { return true; }
 };
 
-// True if -pmkit-trace was given (clang adds the pass at OptimizerLast).
-bool traceEnabled();
-
 } // namespace pmkit
 
 #endif // PMKIT_PASSES_TRACE_H

@@ -7,8 +7,8 @@
 ; RUN:   | %FileCheck %s --check-prefix=WARN --implicit-check-not=warning
 ; RUN: %FileCheck %s --input-file=%t.ll --implicit-check-not='"pmkit.'
 
-; WARN: pmkit-annotations: warning: unknown annotation 'pmkit.fasee' on function 'typo_fn' ignored (known: pmkit.fase pmkit.pm_allocator pmkit.robust_ignore)
-; WARN: pmkit-annotations: warning: annotation 'pmkit.fase' on 'counter' ignored: pmkit annotations apply to functions only
+; WARN: warning: {{.*}}in function typo_fn {{.*}}pmkit-annotations: unknown annotation 'pmkit.fasee' on function 'typo_fn' ignored (known: pmkit.fase pmkit.pm_allocator pmkit.robust_ignore)
+; WARN: warning: pmkit-annotations: annotation 'pmkit.fase' on 'counter' ignored: pmkit annotations apply to functions only
 
 @.str.typo = private unnamed_addr constant [12 x i8] c"pmkit.fasee\00", section "llvm.metadata"
 @.str.fase = private unnamed_addr constant [11 x i8] c"pmkit.fase\00", section "llvm.metadata"

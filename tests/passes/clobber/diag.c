@@ -5,25 +5,25 @@
 // error; allowing it (it writes no PM) makes the build succeed.
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DEXTERNAL -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=EXT
-// EXT: error: pmkit-clobber: {{.*}}diag.c:[[#EXT_LINE:]]: FASE with_external calls external function 'send_packet' with unknown side effects
+// EXT: diag.c:[[#EXT_LINE:]]:{{[0-9]+}}: error: pmkit-clobber: FASE with_external calls external function 'send_packet' with unknown side effects
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DEXTERNAL \
 // RUN:   -mllvm -pmkit-clobber-allow=send_packet -c %s -o /dev/null
 //
 // Releasing a lock the FASE did not take breaks strict two-phase locking.
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DLOCKS -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCK
-// LOCK: warning: {{.*}}diag.c:[[#LOCK_LINE:]]: FASE early_release releases a lock it did not take
+// LOCK: diag.c:[[#LOCK_LINE:]]:{{[0-9]+}}: warning: pmkit-clobber: FASE early_release releases a lock it did not take
 // LOCK-NOT: warning: {{.*}} FASE two_phase
 // A lock taken and released inside the FASE with PM work after it
 // (hand-over-hand reader locks down a list) breaks it too; a release at the
 // very end (two_phase) does not.
-// LOCK: warning: {{.*}}diag.c:{{[0-9]+}}: FASE walk releases a lock it took before its end, then accesses memory that may be PM ({{.*}}diag.c:{{[0-9]+}})
+// LOCK: diag.c:{{[0-9]+}}:{{[0-9]+}}: warning: pmkit-clobber: FASE walk releases a lock it took before its end, then accesses memory that may be PM ({{.*}}diag.c:{{[0-9]+}})
 // LOCK-NOT: warning: {{.*}} FASE two_phase
 // C++ names are demangled, and file:line needs no -g (pmkit cc adds line
 // tables; here, -gline-tables-only as it does).
 // RUN: %clang_pm -x c++ -O2 -gline-tables-only -mllvm -pmkit-mode=clobber \
 // RUN:   -DLOCKS -c %s -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCKXX
-// LOCKXX: warning: {{.*}}diag.c:{{[0-9]+}}: FASE early_release(acct*) releases a lock it did not take
+// LOCKXX: diag.c:{{[0-9]+}}:{{[0-9]+}}: warning: pmkit-clobber: FASE early_release(acct*) releases a lock it did not take
 //
 // Malformed buffer declarations and parameters that cannot be logged.
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DBADBUF -c %s \
@@ -47,7 +47,7 @@
 // RUN: %clang_pm -O2 -g -DUNUSED -c -emit-llvm %s -o %t.bc
 // RUN: %not %opt -passes=pmkit-clobber -disable-output %t.bc 2>&1 \
 // RUN:   | %FileCheck %s --check-prefix=LOST
-// LOST: error: pmkit-clobber: {{.*}}diag.c:[[#@LINE+64]]: argument 3 of FASE fill was optimised away
+// LOST: error: {{.*}}diag.c:[[#@LINE+64]]:{{[0-9]+}}: in function caller {{.*}}pmkit-clobber: argument 3 of FASE fill was optimised away
 #include <pmkit/pmkit.h>
 #include <pthread.h>
 

@@ -83,4 +83,4 @@ void publish_same(void) {
 // REPORT-DAG: opt-edge.c:[[@LINE-2]]: write-back of the object before
 
 void name_it(const char *s) { strcpy(root_of()->name, s); }
-// WARN: opt-edge.c:[[@LINE-1]]: strcpy may write PM in a way robust mode does not model
+// WARN: opt-edge.c:[[@LINE-1]]:{{[0-9]+}}: in function name_it {{.*}}pmkit-robust: strcpy may write PM in a way robust mode does not model

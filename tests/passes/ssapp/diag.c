@@ -4,41 +4,41 @@
 //
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DEXTERNAL -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=EXT
-// EXT: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+45]]: FASE with_external calls send_packet, whose effect on persistent memory is unknown
+// EXT: diag.c:[[#@LINE+45]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_external calls send_packet, whose effect on persistent memory is unknown
 // Allowed (calling it again is harmless), the build succeeds.
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DEXTERNAL \
 // RUN:   -mllvm -pmkit-ssapp-allow=send_packet -c %s -o /dev/null
 //
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DVARIADIC -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=VA
-// VA: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+43]]: FASE with_printf calls variadic function printf
+// VA: diag.c:[[#@LINE+43]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_printf calls variadic function printf
 //
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DSETJMP -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=SJ
-// SJ: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+44]]: FASE with_setjmp calls _setjmp (setjmp-like)
+// SJ: diag.c:[[#@LINE+44]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_setjmp calls _setjmp (setjmp-like)
 //
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DDRAMLOCK -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=LOCK
-// LOCK: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+47]]: FASE with_dram_lock uses a volatile lock (pthread_mutex_lock)
+// LOCK: diag.c:[[#@LINE+47]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_dram_lock uses a volatile lock (pthread_mutex_lock)
 //
 // An RMW needs a spare bit for its tag: none in a 32-bit word, none known
 // in a 64-bit integer unless the program says so.
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DRMW32 -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=R32
-// R32: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+47]]: FASE with_rmw32 makes an atomic read-modify-write of a 32-bit word
+// R32: diag.c:[[#@LINE+47]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_rmw32 makes an atomic read-modify-write of a 32-bit word
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DRMW64 -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=R64
-// R64: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+47]]: FASE with_rmw64 makes an atomic read-modify-write of a 64-bit integer
+// R64: diag.c:[[#@LINE+47]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_rmw64 makes an atomic read-modify-write of a 64-bit integer
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DRMW64 \
 // RUN:   -mllvm -pmkit-ssapp-rmw-ints -c %s -o /dev/null
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DMAX -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=MAX
-// MAX: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+46]]: FASE with_max uses atomic umax, which ssapp mode does not make detectable
+// MAX: diag.c:[[#@LINE+46]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_max uses atomic umax, which ssapp mode does not make detectable
 //
 // An indirect call.
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DINDIRECT -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=IND
-// IND: error: pmkit-ssapp: {{.*}}diag.c:[[#@LINE+45]]: FASE with_indirect makes an indirect call
+// IND: diag.c:[[#@LINE+45]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_indirect makes an indirect call
 #include <pmkit/pmkit.h>
 #include <pthread.h>
 #include <setjmp.h>

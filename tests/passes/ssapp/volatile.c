@@ -7,13 +7,13 @@
 //
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DTLS -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=TLS
-// TLS: error: pmkit-ssapp: {{.*}}volatile.c:[[#@LINE+23]]: FASE with_tls writes the thread-local variable nodes, which is volatile memory
+// TLS: volatile.c:[[#@LINE+23]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_tls writes the thread-local variable nodes, which is volatile memory
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DSTATIC -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=STATIC
-// STATIC: error: pmkit-ssapp: {{.*}}volatile.c:[[#@LINE+28]]: FASE with_static writes the static variable hits, which is volatile memory
+// STATIC: volatile.c:[[#@LINE+28]]:{{[0-9]+}}: error: pmkit-ssapp: FASE with_static writes the static variable hits, which is volatile memory
 // RUN: %not %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -DIN -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=IN
-// IN: error: pmkit-ssapp: {{.*}}volatile.c:{{[0-9]+}}: FASE with_in declares PMKIT_FASE_IN or PMKIT_FASE_SCRATCH buffers, which only clobber mode copies
+// IN: volatile.c:{{[0-9]+}}:{{[0-9]+}}: error: pmkit-ssapp: FASE with_in declares PMKIT_FASE_IN or PMKIT_FASE_SCRATCH buffers, which only clobber mode copies
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=clobber -DIN -c %s -o /dev/null
 // RUN: %clang_pm -O2 -g -mllvm -pmkit-mode=ssapp -c %s -o /dev/null 2>&1 \
 // RUN:   | %FileCheck %s --allow-empty --check-prefix=FINE
