@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Regenerate docs/results.md and docs/figures/*.png from bench/results/*.json only.
 
-Each results file (written by bench/run.py) becomes one section of
-docs/results.md. A benchmark gets a tailored section by adding a function
-`section_<name>(doc, out) -> list[str]` to the SECTIONS table at the bottom;
-any other benchmark gets the generic table of medians. Ratios are taken within
-one run: for each repetition the two variants ran back to back on the same
-configuration, and the ratio quoted is the median of those per-repetition
-ratios. Nothing here measures anything or reads anything but the JSON.
+Each results file (written through pmkit.results by bench/run.py and the other harnesses, and
+read through it here, whatever its schema) becomes one section of docs/results.md. A
+benchmark gets a tailored section by adding a function `section_<name>(doc, out) -> list[str]`
+to the SECTIONS table at the bottom; any other benchmark gets the generic table of medians.
+Ratios are taken within one run: for each repetition the two variants ran back to back on the
+same configuration, and the ratio quoted is the median of those per-repetition ratios. Nothing
+here measures anything or reads anything but the JSON.
 
 Usage: python bench/report.py [--results-dir DIR] [--out FILE]
 (figures go to a figures/ folder beside FILE).
@@ -16,7 +16,6 @@ Usage: python bench/report.py [--results-dir DIR] [--out FILE]
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import statistics
@@ -30,6 +29,22 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+from pmkit import results  # noqa: E402
+from pmkit.results import (  # noqa: E402
+    Stat,
+    configs_where,
+    fmt_rate,
+    fmt_ratio,
+    fmt_size,
+    geomean,
+    median_of,
+    paired_ratio,
+    paired_ratios,
+    run_median,
+    run_values,
+    stat,
+    variant_names,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -73,70 +88,7 @@ class Output:
         ]
 
 
-# ---- reading the JSON ---------------------------------------------------------------------
-
-
-def metric_values(doc: dict, variant: str, config: dict) -> dict[int, float]:
-    """Metric of each repetition of one variant and configuration, by repetition."""
-    field = doc["parameters"]["metric"]["field"]
-    return {
-        r["repetition"]: r["result"][field]
-        for r in doc["runs"]
-        if r["variant"] == variant and r["config"] == config
-    }
-
-
-def median_of(doc: dict, variant: str, config: dict) -> dict | None:
-    for m in doc["medians"]:
-        if m["variant"] == variant and m["config"] == config:
-            return m
-    return None
-
-
-def paired_ratios(doc: dict, variant: str, baseline: str, config: dict) -> list[float]:
-    """variant/baseline of each repetition, both measured in that repetition."""
-    a = metric_values(doc, variant, config)
-    b = metric_values(doc, baseline, config)
-    return [a[k] / b[k] for k in a if k in b and b[k] > 0]
-
-
-def paired_ratio(doc: dict, variant: str, baseline: str, config: dict) -> float | None:
-    """Median over repetitions of variant/baseline measured in the same repetition."""
-    ratios = paired_ratios(doc, variant, baseline, config)
-    return statistics.median(ratios) if ratios else None
-
-
-def configs_where(doc: dict, where: dict) -> list[dict]:
-    seen = []
-    for m in doc["medians"]:
-        c = m["config"]
-        if all(c.get(k) == v for k, v in where.items()) and c not in seen:
-            seen.append(c)
-    return seen
-
-
-def variant_names(doc: dict) -> list[str]:
-    return [v["name"] for v in doc["parameters"]["variants"]]
-
-
 # ---- formatting -----------------------------------------------------------------------------
-
-
-def fmt_rate(x: float) -> str:
-    for scale, suffix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if x >= scale:
-            return f"{x / scale:.3g}{suffix}"
-    return f"{x:.3g}"
-
-
-def fmt_ratio(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
-
-
-def fmt_size(n: int) -> str:
-    return f"{n // 1024} KiB" if n >= 1024 and n % 1024 == 0 else f"{n} B"
 
 
 def table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
@@ -221,9 +173,6 @@ WHISKERS = {"fmt": "none", "color": "#222222", "elinewidth": 0.9, "capsize": 2.5
 CAPTION_STYLE = {"fontsize": 7.5, "color": "#555555"}
 LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8}  # value labels
 
-# What one bar or point shows: (value drawn, lowest, highest) over the repetitions.
-Stat = tuple[float, float, float]
-
 
 @dataclass
 class Figure:
@@ -231,14 +180,6 @@ class Figure:
 
     path: Path
     caption: str
-
-
-def stat(xs: list[float], value: float | None = None) -> Stat | None:
-    """The median of xs (or the value given, when the text quotes another statistic) and the
-    range of xs."""
-    if not xs:
-        return None if value is None else (value, value, value)
-    return (statistics.median(xs) if value is None else value, min(xs), max(xs))
 
 
 def median_stat(m: dict | None) -> Stat | None:
@@ -563,24 +504,6 @@ def section_alloc(doc: dict, out: Output) -> list[str]:
 # ---- trace ----------------------------------------------------------------------------------
 
 
-def fmt_bytes(n: float) -> str:
-    for scale, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if n >= scale:
-            return f"{n / scale:.3g} {suffix}"
-    return f"{n:.0f} B"
-
-
-def file_size_median(doc: dict, variant: str, config: dict, key: str) -> float | None:
-    sizes = [
-        r["file_sizes"][key]
-        for r in doc["runs"]
-        if r["variant"] == variant
-        and r["config"] == config
-        and r.get("file_sizes", {}).get(key) is not None
-    ]
-    return statistics.median(sizes) if sizes else None
-
-
 def figure_trace(doc: dict, out: Output, baseline: str) -> Figure:
     variants = variant_names(doc)
     configs = configs_where(doc, {})
@@ -646,7 +569,7 @@ def section_trace(doc: dict, out: Output) -> list[str]:
             if not m:
                 continue
             r = paired_ratio(doc, v, baseline, c) if v != baseline else 1.0
-            size = file_size_median(doc, v, c, "trace_bytes")
+            size = run_median(doc, v, c, "trace_bytes", part="file_sizes")
             rows.append(
                 [str(c[a]) for a in axes]
                 + [
@@ -654,7 +577,7 @@ def section_trace(doc: dict, out: Output) -> list[str]:
                     fmt_rate(m["median"]),
                     f"{fmt_rate(m['min'])} – {fmt_rate(m['max'])}",
                     fmt_ratio(r),
-                    fmt_bytes(size) if size is not None else "–",
+                    fmt_size(size) if size is not None else "–",
                 ]
             )
 
@@ -774,34 +697,9 @@ def section_explore(doc: dict, out: Output) -> list[str]:
 # ---- the workload suite (bench/suite.py) ---------------------------------------------------
 
 
-def suite_median(doc: dict, workload: str, threads: int, variant: str) -> dict | None:
-    for m in doc["medians"]:
-        if (m["workload"], m["threads"], m["variant"]) == (workload, threads, variant):
-            return m
-    return None
-
-
-def suite_ratios(doc: dict, workload: str, threads: int, variant: str, base: str) -> list[float]:
-    """variant/base of each repetition, both measured in that repetition."""
-    by_rep: dict[int, dict[str, float]] = {}
-    for r in doc["runs"]:
-        if r["workload"] == workload and r["threads"] == threads:
-            by_rep.setdefault(r["repetition"], {})[r["variant"]] = r["result"]["ops_per_sec"]
-    return [d[variant] / d[base] for d in by_rep.values() if variant in d and d.get(base)]
-
-
-def suite_ratio(doc: dict, workload: str, threads: int, variant: str, base: str) -> float | None:
-    """Median over repetitions of variant/base, both measured in the same repetition."""
-    xs = suite_ratios(doc, workload, threads, variant, base)
-    return statistics.median(xs) if xs else None
-
-
-def suite_workloads(doc: dict) -> list[str]:
-    seen: list[str] = []
-    for m in doc["medians"]:
-        if m["workload"] not in seen:
-            seen.append(m["workload"])
-    return seen
+def suite_config(workload: str, threads: int) -> dict:
+    """The configuration of a bench/suite.py run: a workload at a thread count."""
+    return {"workload": workload, "threads": threads}
 
 
 PAIRED = "median of the per-repetition ratios"  # what a ratio bar shows (spread_note)
@@ -823,12 +721,12 @@ def figure_ratio_bars(doc: dict, out: Output, name: str, labels: list[str],
 
 def suite_ratio_stats(doc: dict, names: list[str], threads: int, variant: str, base: str):
     """Per workload, the Stat of variant/base over the repetitions (1 for base itself)."""
-    return [stat(suite_ratios(doc, n, threads, variant, base)) if variant != base
+    return [stat(paired_ratios(doc, variant, base, suite_config(n, threads))) if variant != base
             else (1.0, 1.0, 1.0) for n in names]  # fmt: skip
 
 
 def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Figure:
-    names, variants = suite_workloads(doc), doc["parameters"]["variants"]
+    names, variants = doc["parameters"]["axes"]["workload"], variant_names(doc)
     return figure_ratio_bars(
         doc, out, f"suite-normalised-{threads}t", names,
         [(v, suite_ratio_stats(doc, names, threads, v, "volatile")) for v in variants],
@@ -839,7 +737,7 @@ def figure_suite_normalised(doc: dict, out: Output, threads: int) -> Figure:
 
 def figure_suite_threads(doc: dict, out: Output) -> Figure:
     p = doc["parameters"]
-    names, variants, threads = suite_workloads(doc), p["variants"], p["threads"]
+    names, variants, threads = p["axes"]["workload"], variant_names(doc), p["axes"]["threads"]
     cols = min(4, len(names))
     rows = (len(names) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(figure_width(3 * cols, 1.0, 0), 2.8 * rows),
@@ -849,7 +747,7 @@ def figure_suite_threads(doc: dict, out: Output) -> Figure:
         top = 0.0
         for v in variants:
             pts = [(t, (m["median"] / 1e6, m["min"] / 1e6, m["max"] / 1e6))
-                   for t in threads if (m := suite_median(doc, n, t, v))]  # fmt: skip
+                   for t in threads if (m := median_of(doc, v, suite_config(n, t)))]  # fmt: skip
             ax.plot([t for t, _ in pts], [st[0] for _, st in pts], marker="o", label=v,
                     color=COLORS.get(v))  # fmt: skip
             whiskers(ax, pts)
@@ -869,27 +767,28 @@ def figure_suite_threads(doc: dict, out: Output) -> Figure:
 
 def section_suite(doc: dict, out: Output) -> list[str]:
     p = doc["parameters"]
-    variants = p["variants"]
+    variants = variant_names(doc)
     rows = []
-    for n in suite_workloads(doc):
-        for t in p["threads"]:
+    for n in p["axes"]["workload"]:
+        for t in p["axes"]["threads"]:
             row = [n, str(t)]
+            c = suite_config(n, t)
             for v in variants:
-                m = suite_median(doc, n, t, v)
-                r = suite_ratio(doc, n, t, v, "volatile") if v != "volatile" else None
+                m = median_of(doc, v, c)
+                r = paired_ratio(doc, v, "volatile", c) if v != "volatile" else None
                 cell = f"{m['median'] / 1e6:.3g}" if m else "–"
                 if r is not None:
                     cell += f" ({fmt_ratio(r)})"
                 row.append(cell)
             rows.append(row)
-    figs = [figure_suite_normalised(doc, out, t) for t in p["threads"]]
+    figs = [figure_suite_normalised(doc, out, t) for t in p["axes"]["threads"]]
     figs.append(figure_suite_threads(doc, out))
     metas = p.get("workloads", {})
     wrows = [
         [n, metas[n].get("suite", ""), " ".join(f"{k}={v}" for k, v in
          metas[n].get(p["scale"], metas[n].get("full", {})).items()),
          metas[n].get("description", "")]
-        for n in suite_workloads(doc) if n in metas
+        for n in p["axes"]["workload"] if n in metas
     ]  # fmt: skip
     return [
         "## suite: the workloads in every variant",
@@ -937,25 +836,25 @@ def section_robust(doc: dict, out: Output) -> list[str]:
     """Robust mode against hand-adr: the ratio of each setting per workload and thread count,
     and geomeans."""
     p = doc["parameters"]
-    settings = [(s, v, paper) for s, v, paper in ROBUST_SETTINGS if v in p["variants"]]
-    names = suite_workloads(doc)
-    rows, logs, logs_rest = [], {}, {}
+    settings = [(s, v, paper) for s, v, paper in ROBUST_SETTINGS if v in variant_names(doc)]
+    names = p["axes"]["workload"]
+    rows, by_setting, by_setting_rest = [], {}, {}
     for n in names:
-        for t in p["threads"]:
-            h = suite_median(doc, n, t, "hand-adr")
+        for t in p["axes"]["threads"]:
+            h = median_of(doc, "hand-adr", suite_config(n, t))
             if not h:
                 continue
             row = [n, str(t), f"{h['median'] / 1e6:.3g}"]
             for s, v, _ in settings:
-                ratio = suite_ratio(doc, n, t, v, "hand-adr")
+                ratio = paired_ratio(doc, v, "hand-adr", suite_config(n, t))
                 row.append(fmt_ratio(ratio) if ratio else "-")
                 if ratio:
-                    logs.setdefault((s, t), []).append(math.log(ratio))
+                    by_setting.setdefault((s, t), []).append(ratio)
                     if n not in ROBUST_MANY_LOCATIONS:
-                        logs_rest.setdefault((s, t), []).append(math.log(ratio))
+                        by_setting_rest.setdefault((s, t), []).append(ratio)
             rows.append(row)
-    geo = {k: math.exp(statistics.mean(xs)) for k, xs in logs.items()}
-    geo_rest = {k: math.exp(statistics.mean(xs)) for k, xs in logs_rest.items()}
+    geo = {k: geomean(xs) for k, xs in by_setting.items()}
+    geo_rest = {k: geomean(xs) for k, xs in by_setting_rest.items()}
 
     def overhead(g: float) -> float:  # extra time per operation, in percent
         return (1 / g - 1) * 100
@@ -963,7 +862,7 @@ def section_robust(doc: dict, out: Output) -> list[str]:
     many = " and ".join(ROBUST_MANY_LOCATIONS)
     verdicts = []
     for s, limit in ROBUST_TARGETS.items():
-        for t in p["threads"]:
+        for t in p["axes"]["threads"]:
             if (s, t) not in geo:
                 continue
             met = overhead(geo[(s, t)]) <= limit
@@ -975,7 +874,7 @@ def section_robust(doc: dict, out: Output) -> list[str]:
                 f"{overhead(geo[(s, t)]):+.1f}% against a target of {limit:g}%: "
                 f"**{'met' if met else 'missed'}**{rest}"
             )
-    for t in p["threads"]:
+    for t in p["axes"]["threads"]:
         rows.append(["**geomean**", str(t), ""] + [
             f"**{fmt_ratio(geo[(s, t)])}** ({overhead(geo[(s, t)]):+.1f}%)"
             if (s, t) in geo else "-" for s, _, _ in settings
@@ -988,7 +887,7 @@ def section_robust(doc: dict, out: Output) -> list[str]:
             f"Robust mode's settings against hand-placed flushes, {t} thread"
             f"{'s' if t > 1 else ''} (1× = as fast)",
         )
-        for t in p["threads"]
+        for t in p["axes"]["threads"]
     ]  # fmt: skip
     paper = ", ".join(f"{s} {pp:.2f}%" for s, _, pp in settings)
     return [
@@ -1026,8 +925,9 @@ def section_robust(doc: dict, out: Output) -> list[str]:
 
 def section_robust_analysis(doc: dict, out: Output) -> list[str]:
     """bench/robust_stats.py: analysis time, code size, static and dynamic counts per
-    setting."""
-    names = [s for s, _, _ in ROBUST_SETTINGS]
+    setting (a file of schema 1 has the base setting alone)."""
+    names = [s for s, _, _ in ROBUST_SETTINGS if all(s in r["settings"] for r in doc["runs"])]
+    shown = " / ".join(names)
     rows, dyn = [], []
     for r in doc["runs"]:
         h, hd, st = r["hand_static"], r["hand_dynamic"], r["settings"]
@@ -1052,7 +952,7 @@ def section_robust_analysis(doc: dict, out: Output) -> list[str]:
         "",
         *provenance({**doc, "parameters": {"repetitions": 5}})[:3],
         "",
-        "Static: source lines, the pass's time in each setting (base / opt / flit), the longest "
+        f"Static: source lines, the pass's time in each setting ({shown}), the longest "
         "whole `opt` run, and flush / fence sites in the binaries (robust: inlined clwb + calls "
         "of the range write-back / sfence).",
         "",
@@ -1060,7 +960,7 @@ def section_robust_analysis(doc: dict, out: Output) -> list[str]:
             [
                 "workload",
                 "source lines",
-                "analysis ms (base / opt / flit)",
+                f"analysis ms ({shown})",
                 "opt ms (all)",
                 "hand: flush / fence sites",
                 *(f"{s}: clwb + range / sfence" for s in names),
@@ -1098,38 +998,30 @@ CLOBBER_PAPER = ("up to 41.5x fewer log bytes and 2-6.7x fewer fences than undo 
                  "2.7x the throughput of PMDK")  # fmt: skip
 
 
-def suite_run_median(doc: dict, workload: str, threads: int, variant: str, key: str):
-    """Median over repetitions of one field of the runs' results (None if absent)."""
-    xs = [r["result"][key] for r in doc["runs"]
-          if (r["workload"], r["threads"], r["variant"]) == (workload, threads, variant)
-          and key in r["result"]]  # fmt: skip
-    return statistics.median(xs) if xs else None
-
-
 def section_clobber(doc: dict, out: Output) -> list[str]:
     """Clobber mode: throughput against pmdk, undo and hand per domain; log bytes and fences
     per operation against the undo setting."""
     p = doc["parameters"]
-    names = suite_workloads(doc)
-    domains = [d for d in ("adr", "eadr") if f"clobber-{d}" in p["variants"]]
+    names = p["axes"]["workload"]
+    domains = [d for d in ("adr", "eadr") if f"clobber-{d}" in variant_names(doc)]
     rows, geo, counts, below = [], {}, [], {"log bytes": [], "fences": []}
     for n in names:
-        for t in p["threads"]:
+        for t in p["axes"]["threads"]:
             row = [n, str(t)]
             for v in ("pmdk", *(f"{k}-{d}" for d in domains for k in ("hand", "undo", "clobber"))):
-                m = suite_median(doc, n, t, v)
+                m = median_of(doc, v, suite_config(n, t))
                 row.append(f"{m['median'] / 1e6:.3g}" if m else "-")
             for d in domains:
-                r = suite_ratio(doc, n, t, f"clobber-{d}", "pmdk")
+                r = paired_ratio(doc, f"clobber-{d}", "pmdk", suite_config(n, t))
                 row.append(fmt_ratio(r))
                 if r:
-                    geo.setdefault((d, t), []).append(math.log(r))
+                    geo.setdefault((d, t), []).append(r)
             rows.append(row)
             # Log and fences per operation: the same in every repetition up to the mix of
             # operations; ADR (under eADR there are no fences to count).
-            c = {v: (suite_run_median(doc, n, t, f"{v}-adr", "log_bytes_per_op"),
-                     suite_run_median(doc, n, t, f"{v}-adr", "fences_per_op"),
-                     suite_run_median(doc, n, t, f"{v}-adr", "vlog_bytes_per_op"))
+            c = {v: (run_median(doc, f"{v}-adr", suite_config(n, t), "log_bytes_per_op"),
+                     run_median(doc, f"{v}-adr", suite_config(n, t), "fences_per_op"),
+                     run_median(doc, f"{v}-adr", suite_config(n, t), "vlog_bytes_per_op"))
                  for v in ("clobber", "undo")}  # fmt: skip
             if None in c["clobber"] or None in c["undo"]:
                 continue
@@ -1140,8 +1032,8 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
                 n, str(t), f"{cl:.1f}", f"{ul:.1f}", fmt_ratio(ul / cl) if cl else "∞",
                 f"{cv:.0f}", f"{cf:.2f}", f"{uf:.2f}", fmt_ratio(uf / cf) if cf else "∞",
             ])  # fmt: skip
-    gm = {k: math.exp(statistics.mean(xs)) for k, xs in geo.items()}
-    for t in p["threads"]:
+    gm = {k: geomean(xs) for k, xs in geo.items()}
+    for t in p["axes"]["threads"]:
         rows.append(["**geomean**", str(t)] + [""] * (1 + 3 * len(domains)) + [
             f"**{fmt_ratio(gm[(d, t)])}**" if (d, t) in gm else "-" for d in domains
         ])  # fmt: skip
@@ -1149,7 +1041,7 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
         f"- {DOMAIN_NAMES[d]}, {t} thread{'s' if t > 1 else ''}: clobber / pmdk geomean "
         f"{fmt_ratio(gm[(d, t)])} against a target of {CLOBBER_TARGET:g}×: "
         f"**{'met' if gm[(d, t)] >= CLOBBER_TARGET else 'missed'}**"
-        for d in domains for t in p["threads"] if (d, t) in gm
+        for d in domains for t in p["axes"]["threads"] if (d, t) in gm
     ]  # fmt: skip
     for what, oks in below.items():
         if oks:
@@ -1167,7 +1059,7 @@ def section_clobber(doc: dict, out: Output) -> list[str]:
             f"Clobber mode and undo logging against PMDK, {t} thread{'s' if t > 1 else ''}",
             log=True,
         )
-        for t in p["threads"]
+        for t in p["axes"]["threads"]
     ]  # fmt: skip
     heads = ["pmdk", *(f"{k}-{d}" for d in domains for k in ("hand", "undo", "clobber"))]
     return [
@@ -1231,36 +1123,35 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
     """SSAPP mode: throughput against clobber mode (eADR), pmdk, hand-eadr and volatile; the
     lock-free workloads against pmdk (Mirror-style there); both fence settings."""
     p = doc["parameters"]
-    names = suite_workloads(doc)
-    ssapps = [v for v in ("ssapp", "ssapp-compiler") if v in p["variants"]]
-    base = [v for v in ("volatile", "hand-eadr", "pmdk", "clobber-eadr") if v in p["variants"]]
+    names = p["axes"]["workload"]
+    ssapps = [v for v in ("ssapp", "ssapp-compiler") if v in variant_names(doc)]
+    base = [v for v in ("volatile", "hand-eadr", "pmdk", "clobber-eadr") if v in variant_names(doc)]
     ratios = [(v, b) for v in ssapps for b in ("clobber-eadr", "pmdk", "volatile") if b in base]
     rows, geo = [], {}
     for n in names:
-        for t in p["threads"]:
+        for t in p["axes"]["threads"]:
             row = [n, str(t)]
             for v in (*base, *ssapps):
-                m = suite_median(doc, n, t, v)
+                m = median_of(doc, v, suite_config(n, t))
                 row.append(f"{m['median'] / 1e6:.3g}" if m else "-")
             for v, b in ratios:
-                r = suite_ratio(doc, n, t, v, b)
+                r = paired_ratio(doc, v, b, suite_config(n, t))
                 row.append(fmt_ratio(r))
                 if r:
-                    geo.setdefault((v, b, t, n in SSAPP_LOCK_BASED), []).append((n, math.log(r)))
+                    geo.setdefault((v, b, t, n in SSAPP_LOCK_BASED), []).append(r)
             rows.append(row)
 
     def gmean(v: str, b: str, t: int, lock_based_only: bool = False) -> float | None:
-        xs = [x for lb in ((True,) if lock_based_only else (True, False))
-              for _, x in geo.get((v, b, t, lb), [])]  # fmt: skip
-        return math.exp(statistics.mean(xs)) if xs else None
+        return geomean([x for lb in ((True,) if lock_based_only else (True, False))
+                        for x in geo.get((v, b, t, lb), [])])  # fmt: skip
 
-    for t in p["threads"]:
+    for t in p["axes"]["threads"]:
         rows.append(["**geomean**", str(t)] + [""] * (len(base) + len(ssapps)) + [
             f"**{fmt_ratio(gmean(v, b, t))}**" for v, b in ratios
         ])  # fmt: skip
     verdicts = []
     for v in ssapps:
-        for t in p["threads"]:
+        for t in p["axes"]["threads"]:
             g = gmean(v, "clobber-eadr", t)
             if g:
                 verdicts.append(
@@ -1278,17 +1169,16 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
                     f"**{'met' if g >= SSAPP_VOLATILE_TARGET else 'missed'}**"
                 )
     # What the first target asks, put in terms of volatile: clobber mode's own distance from it.
-    for t in p["threads"]:
-        xs = [math.log(r) for n in names
-              if (r := suite_ratio(doc, n, t, "clobber-eadr", "volatile"))]  # fmt: skip
-        if xs:
-            g = math.exp(statistics.mean(xs))
+    for t in p["axes"]["threads"]:
+        g = geomean([paired_ratio(doc, "clobber-eadr", "volatile", suite_config(n, t))
+                     for n in names])  # fmt: skip
+        if g:
             verdicts.append(
                 f"- for scale, {t} thread{'s' if t > 1 else ''}: clobber-eadr / volatile geomean "
                 f"on the same workloads {fmt_ratio(g)}, so {SSAPP_CLOBBER_TARGET:g}× clobber "
                 f"would be {fmt_ratio(g * SSAPP_CLOBBER_TARGET)} volatile"
             )
-    shown = [v for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr") if v in p["variants"]]
+    shown = [v for v in (*ssapps, "clobber-eadr", "pmdk", "hand-eadr") if v in variant_names(doc)]
     figs = [
         figure_ratio_bars(
             doc, out, f"ssapp-vs-volatile-{t}t", names,
@@ -1297,7 +1187,7 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
             f"SSAPP mode against volatile, clobber, PMDK and hand, eADR, "
             f"{t} thread{'s' if t > 1 else ''}",
         )
-        for t in p["threads"]
+        for t in p["axes"]["threads"]
     ]  # fmt: skip
     return [
         "## ssapp: SSAPP mode against clobber mode, PMDK, hand and volatile (eADR)",
@@ -1328,7 +1218,7 @@ def section_ssapp(doc: dict, out: Output) -> list[str]:
 
 def section_ssapp_insns(doc: dict, out: Output) -> list[str]:
     """SSAPP mode's instructions per operation against the other variants."""
-    vs = doc["parameters"]["variants"]
+    vs = variant_names(doc)
     rows = []
     for w in doc["runs"]:
         c = w["insns_per_op"]
@@ -1363,25 +1253,6 @@ DATED = ("suite", "robust", "clobber", "ssapp")
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 # ---- wpp ------------------------------------------------------------------------------------
-
-
-def run_field_values(doc: dict, variant: str, config: dict, key: str) -> dict[int, float]:
-    """Any field of the runs' JSON (not only the metric), by repetition."""
-    return {
-        r["repetition"]: r["result"][key]
-        for r in doc["runs"]
-        if r["variant"] == variant and r["config"] == config and key in r["result"]
-    }
-
-
-def run_field_median(doc: dict, variant: str, config: dict, key: str) -> float | None:
-    """Median over repetitions of any field of the runs' JSON (not only the metric)."""
-    xs = [
-        r["result"][key]
-        for r in doc["runs"]
-        if r["variant"] == variant and r["config"] == config and key in r["result"]
-    ]
-    return statistics.median(xs) if xs else None
 
 
 def target_rows(doc: dict) -> list[list[str]]:
@@ -1488,7 +1359,7 @@ def figure_wpprestart(doc: dict, out: Output, has_run: bool) -> Figure:
     drawn = []
     for v, k, label in lines:
         pts = [(n, st) for n in mibs
-               if (st := stat(list(run_field_values(doc, v, {"mib": n}, k).values())))]  # fmt: skip
+               if (st := stat(list(run_values(doc, v, {"mib": n}, k).values())))]  # fmt: skip
         ax.plot([n for n, _ in pts], [st[0] for _, st in pts], marker="o", label=label)
         whiskers(ax, pts)
         drawn += [x for _, st in pts for x in st]
@@ -1509,9 +1380,9 @@ def section_wpprestart(doc: dict, out: Output) -> list[str]:
     has_run = any(v.get("name") == "wpp-run" for v in doc["parameters"].get("variants", []))
     for n in mibs:
         c = {"mib": n}
-        vals = {k: run_field_median(doc, "wpp", c, k) for k in (*cols, "heap_mib")}
+        vals = {k: run_median(doc, "wpp", c, k) for k in (*cols, "heap_mib")}
         # the same restart through `pmkit wpp run` (variant wpp-run), when measured
-        vals["run_ms"] = run_field_median(doc, "wpp-run", c, "restart_ms") if has_run else None
+        vals["run_ms"] = run_median(doc, "wpp-run", c, "restart_ms") if has_run else None
         vals["added"] = (
             vals["run_ms"] - vals["restart_ms"]
             if vals["run_ms"] is not None and vals["restart_ms"] is not None
@@ -1562,15 +1433,10 @@ ARP_PAPER_AVG = [("arp", "scp", 3.9), ("arp", "rcbsp", 1.8), ("arp+va", "scp", 9
 ARP_PAPER_SPEEDUP = 0.243  # ARP+VA's execution time improvement over SCP on TATP, TPCC, YCSB_A
 
 
-def geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def section_arpsim(doc: dict, out: Output) -> list[str]:
     """The simulator's Table 5, Figure 4 and Figure 5, ours beside the paper's."""
     ws = doc["parameters"]["axes"]["workload"]
-    ppe = {w: {m: run_field_median(doc, m, {"workload": w}, "persists_per_epoch")
+    ppe = {w: {m: run_median(doc, m, {"workload": w}, "persists_per_epoch")
                for m in ARP_MODELS} for w in ws}  # fmt: skip
     rows, ordered = [], 0
     for w in ws:
@@ -1597,16 +1463,14 @@ def section_arpsim(doc: dict, out: Output) -> list[str]:
     ours_speedup = 1 - g if g else None
     miss = {}
     for w in ws:
-        base = run_field_median(doc, "scp", {"workload": w}, "miss_rate")
-        miss[w] = {m: (run_field_median(doc, m, {"workload": w}, "miss_rate") or 0) / base
+        base = run_median(doc, "scp", {"workload": w}, "miss_rate")
+        miss[w] = {m: (run_median(doc, m, {"workload": w}, "miss_rate") or 0) / base
                    if base else None for m in ARP_MODELS}  # fmt: skip
     others = ARP_MODELS[1:]
 
     def miss_stat(w: str, m: str) -> Stat | None:
         """The miss ratio the table quotes (of the medians), whiskers from each repetition's."""
-        a = run_field_values(doc, m, {"workload": w}, "miss_rate")
-        b = run_field_values(doc, "scp", {"workload": w}, "miss_rate")
-        return stat([a[k] / b[k] for k in a if b.get(k)], miss[w][m])
+        return stat(paired_ratios(doc, m, "scp", {"workload": w}, "miss_rate"), miss[w][m])
 
     fig4 = figure_ratio_bars(
         doc, out, "arpsim-time", ws,
@@ -1695,7 +1559,7 @@ def real_speeds(doc: dict) -> list[tuple[str, Stat, int]]:
     (rounds = 0 where it keeps only medians)."""
 
     def rounds(xs: list[float], base: list[float], value: float) -> tuple[Stat, int]:
-        per = [x / b for x, b in zip(xs, base, strict=False) if b]
+        per = results.ratios(dict(enumerate(xs)), dict(enumerate(base)))
         return stat(per, value), len(per)
 
     bars = []
@@ -1934,12 +1798,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = Path(args.results_dir)
+    folder = Path(args.results_dir)
     docs = []
     # Dated files (<name>-<date>-<commit>.json, from bench/suite.py): the newest of each name.
     dated: dict[str, Path] = {}
     paths = []
-    for q in sorted(results.glob("*.json")):
+    for q in sorted(folder.glob("*.json")):
         m = re.match(r"([a-z]+)-\d{8}-\d{6}-", q.name)
         if m and m.group(1) in DATED:
             dated[m.group(1)] = q  # sorted by date within a name: the last is the newest
@@ -1947,14 +1811,10 @@ def run(args: argparse.Namespace) -> int:
             paths.append(q)
     for path in paths + [dated[n] for n in DATED if n in dated]:
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            print(f"report.py: {path}: {e}", file=sys.stderr)
+            docs.append(results.load(path))
+        except results.ResultsError as e:
+            print(f"report.py: {e}", file=sys.stderr)
             return 2
-        if "benchmark" not in doc or ("runs" not in doc and "programs" not in doc):
-            print(f"report.py: {path}: not a bench/run.py results file", file=sys.stderr)
-            return 2
-        docs.append(doc)
     md = Path(args.out)
     out = Output(md=md, figures=md.parent / "figures")
     out.figures.mkdir(parents=True, exist_ok=True)

@@ -15,13 +15,14 @@ For every workload of bench/suite.json, from an existing build:
   --dump) of bench_<name>-hand-adr-traced and of each setting's -traced build. Fence events
   include locked instructions (FliT's counter updates among them).
 
+The file is written through pmkit.results (its workloads layout).
+
 Usage: python bench/robust_stats.py [--build-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import re
 import statistics
@@ -31,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as harness  # noqa: E402  (bench/run.py: machine, commit)
+from pmkit import results
+from pmkit.harness import Progress
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -89,9 +90,9 @@ def main() -> int:
     build = args.build_dir
     suites = json.loads((BENCH / "suite.json").read_text())["suites"]
     names = [n for ws in suites.values() for n in ws]
-    started = datetime.datetime.now(datetime.UTC)
+    rec = results.start("robust-analysis", build)
     runs = []
-    bar = harness.Progress(len(names), "robust-analysis")
+    bar = Progress(len(names), "robust-analysis")
     for name in names:
         d = build / "bench" / name
         bc = d / "robust" / "linked.bc"
@@ -136,19 +137,14 @@ def main() -> int:
         runs.append(run)
         ms = max(v["analysis_seconds"] for v in settings.values()) * 1e3
         bar.step(f"{name}: analysis at most {ms:.1f} ms")
-    doc = {
-        "schema": 2,
-        "benchmark": "robust-analysis",
-        "description": "Robust mode's analysis time, code size and the flushes and fences it "
-        "inserts, against the hand-placed ones of hand-adr, per workload.",
-        "date": started.isoformat(timespec="seconds"),
-        "machine": harness.machine_info(build),
-        "commit": harness.git_commit(),
-        "parameters": {"repetitions_of_opt": 5, "dynamic_ops": 200},
-        "runs": runs,
-    }
-    out = BENCH / "results" / "robust-analysis.json"
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    doc = rec.document(
+        "workloads",
+        "Robust mode's analysis time, code size and the flushes and fences it inserts, against "
+        "the hand-placed ones of hand-adr, per workload.",
+        {"repetitions_of_opt": 5, "dynamic_ops": 200},
+        runs=runs,
+    )
+    out = results.write(doc, BENCH / "results" / "robust-analysis.json")
     print(f"robust_stats.py: wrote {out}", file=sys.stderr)
     return 0
 

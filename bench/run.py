@@ -16,10 +16,11 @@ interleaved: for each repetition and configuration, every variant in turn,
 the order rotated from one configuration to the next, so that drift on a
 shared machine affects all variants alike and their ratios can be quoted
 from one run. It writes
-bench/results/<name>.json (bench/results/tmp/<name>.json with --quick) holding
-the machine, the git commit, the date, the parameters, every repetition and the
-medians. Inherited PMKIT_*, PMEM_* and PMEMOBJ_* variables are dropped so
-that only the variants' own settings apply, and a run stops without writing
+bench/results/<name>.json (bench/results/tmp/<name>.json with --quick) through
+pmkit.results (cli/pmkit/results.py), holding the machine, the git commit, the
+date, the parameters, every repetition and the medians. Inherited PMKIT_*,
+PMEM_* and PMEMOBJ_* variables are dropped so that only the variants' own
+settings apply, and a run stops without writing
 anything if a variant's binary or its libraries in the build directory change
 under it (another build). bench/report.py turns the JSON into docs/results.md.
 
@@ -31,41 +32,31 @@ Exit status: 0 on success, 1 if a run failed, 2 on a usage or environment error.
 from __future__ import annotations
 
 import argparse
-import datetime
-import hashlib
 import itertools
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from pmkit import results
+from pmkit.harness import (
+    SCRUBBED_ENV_PREFIXES,
+    HarnessError,
+    Progress,
+    RunError,
+    base_env,
+    build_files,
+    check_build,
+    fingerprint,
+    run_once,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
-SCHEMA = 1
-
-# Inherited variables that would change what a run measures (crash points,
-# domain, flush kind, PMDK tuning). Each variant sets its own explicitly.
-SCRUBBED_ENV_PREFIXES = ("PMKIT_", "PMEM_", "PMEMOBJ_")
-
-
-# What this harness and bench/report.py write: changes there do not make the
-# measured code differ from the commit.
-NOT_CODE = (":(exclude)bench/results", ":(exclude)docs/results.md", ":(exclude)docs/figures")
-
-
-class HarnessError(Exception):
-    """A usage or environment problem: one line for the user, exit status 2."""
-
-
-class RunError(Exception):
-    """A benchmark binary failed: exit status 1."""
 
 
 def list_benchmarks() -> list[str]:
@@ -140,139 +131,19 @@ def file_sizes(files: dict, values: dict) -> dict:
     return out
 
 
-def base_env() -> dict:
-    return {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
-
-
-def run_once(cmd: list[str], env: dict, timeout: float) -> dict:
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise RunError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from e
-    except OSError as e:
-        raise RunError(f"cannot run {cmd[0]}: {e.strerror}") from e
-    if proc.returncode != 0:
-        msg = proc.stderr.strip().splitlines()
-        detail = msg[-1] if msg else "(no message)"
-        raise RunError(f"exit {proc.returncode}: {' '.join(cmd)}: {detail}")
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    try:
-        return json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError) as e:
-        raise RunError(f"no JSON object on stdout of {' '.join(cmd)}") from e
-
-
-def build_files(binary: Path, build_dir: Path) -> list[Path]:
-    """The binary and the libraries it loads from the build directory (by ldd)."""
-    files = [binary]
-    try:
-        ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
-    except OSError:
-        ldd = ""
-    for line in ldd.splitlines():
-        _, arrow, rest = line.partition("=>")
-        lib = Path(rest.split("(")[0].strip()) if arrow else None
-        if lib and lib.is_absolute() and lib.resolve().is_relative_to(build_dir):
-            files.append(lib.resolve())
-    return files
-
-
-def fingerprint(files: list[Path]) -> dict:
-    """Size and mtime of each file: another build into the same directory during
-    a run would mix two versions of the code in one set of ratios."""
-    out = {}
-    for f in files:
-        try:
-            st = f.stat()
-            out[str(f)] = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            out[str(f)] = None
-    return out
-
-
-# ---- machine and commit -------------------------------------------------------------------
-
-
-def cpu_info() -> dict:
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "model name":
-                model = value.strip()
-            elif key == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    return {
-        "cpu_model": model,
-        "cores": os.cpu_count(),
-        "cache_flush_instructions": [f for f in ("clwb", "clflushopt", "clflush") if f in flags],
-    }
-
-
-def cmake_cache(build_dir: Path) -> dict:
-    wanted = {"CMAKE_BUILD_TYPE": "build_type", "CMAKE_C_COMPILER": "c_compiler"}
-    out = {}
-    try:
-        for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
-            key, _, value = line.partition("=")
-            key = key.split(":")[0]
-            if key in wanted:
-                out[wanted[key]] = value
-    except OSError:
-        pass
-    return out
-
-
-def machine_info(build_dir: Path) -> dict:
-    info = cpu_info()
-    info["kernel"] = f"{platform.system()} {platform.release()}"
-    libc = " ".join(platform.libc_ver()).strip()
-    if libc:
-        info["libc"] = libc
-    info["python"] = platform.python_version()
-    # what else ran: a figure measured beside busy processes is not what it seems
-    info["load_average_1min"] = round(os.getloadavg()[0], 2)
-    info.update(cmake_cache(build_dir))
-    return info
-
-
-def git_commit() -> dict:
-    def git(*argv: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        sha = git("rev-parse", "HEAD")
-        changed = git("diff", "HEAD", "--name-only", "--", ".", *NOT_CODE).splitlines()
-        diff = subprocess.run(
-            ["git", "-C", str(REPO), "diff", "HEAD", "--", ".", *NOT_CODE],
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return {"sha": "unknown", "dirty": None}
-    info = {"sha": sha, "dirty": bool(changed)}
-    if changed:
-        # Identify the uncommitted state that was measured, not just that there was one.
-        info["changed_files"] = changed
-        info["diff_sha256"] = hashlib.sha256(diff).hexdigest()
-    return info
+# ---- the run --------------------------------------------------------------------------------
 
 
 def check_clean() -> None:
     """`make bench` measures a commit: a working tree with changes outside the results (files
     changed or untracked) is refused, unless BENCH_ALLOW_DIRTY=1 (each results file then
     names the changed files and a hash of the diff, and the report says so)."""
-    info = git_commit()
+    info = results.git_commit()
     if info["sha"] == "unknown":
         raise HarnessError("not a git checkout: make bench measures a commit")
     untracked = subprocess.run(
         ["git", "-C", str(REPO), "ls-files", "--others", "--exclude-standard", "--", ".",
-         *NOT_CODE],
+         *results.NOT_CODE],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     changed = info.get("changed_files", []) + untracked
@@ -290,46 +161,6 @@ def check_clean() -> None:
     )
 
 
-# ---- the run --------------------------------------------------------------------------------
-
-
-class Progress:
-    """The steps of a long run on stderr, with tqdm's time elapsed and time left: a bar on a
-    terminal, a line per step otherwise (a log keeps every result)."""
-
-    def __init__(self, total: int, what: str = "") -> None:
-        from tqdm import tqdm
-
-        self.tqdm, self.total, self.done, self.t0 = tqdm, total, 0, time.monotonic()
-        self.bar = (
-            tqdm(total=total, desc=what or None, file=sys.stderr, dynamic_ncols=True)
-            if sys.stderr.isatty()
-            else None
-        )
-
-    def step(self, text: str) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(text, refresh=False)
-            self.bar.update(1)
-            if self.done >= self.total:
-                self.bar.close()
-            return
-        head = self.tqdm.format_meter(
-            self.done, self.total, time.monotonic() - self.t0,
-            bar_format="[{n_fmt}/{total_fmt} {elapsed}<{remaining}]",
-        )  # fmt: skip
-        print(f"{head} {text}", file=sys.stderr, flush=True)
-
-
-def check_build(files: list[Path], built: dict, build_dir: Path) -> None:
-    if fingerprint(files) != built:
-        raise RunError(
-            f"the build in {build_dir} changed during the run (another build?); "
-            "no results written: rerun when no build is in progress"
-        )
-
-
 def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     meta = load_meta(name)
     build_dir = Path(args.build_dir).resolve()
@@ -341,7 +172,8 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
                 f"{name}: binary {b} not found; build it first "
                 f"(cmake --build {args.build_dir}) or pass --build-dir"
             )
-    machine = machine_info(build_dir)
+    rec = results.start(name, build_dir)
+    machine = rec.machine
     if machine["load_average_1min"] > 0.5 * (os.cpu_count() or 1):
         print(
             f"run.py: warning: the load average is {machine['load_average_1min']} on "
@@ -360,7 +192,6 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     # Every variant's binary and the build-tree libraries each loads.
     files = list(dict.fromkeys(f for b in binaries for f in build_files(b, build_dir)))
     built = fingerprint(files)
-    commit = git_commit()
     if meta.get("info_args"):
         machine["bench_info"] = run_once([str(binary), *meta["info_args"]], env0, 60)
 
@@ -386,7 +217,6 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
 
     runs = []
     done = 0
-    started = datetime.datetime.now(datetime.UTC)
     for rep in range(reps):
         for ci, config in enumerate(configs):
             # Rotate the variant order so no variant always runs first or last.
@@ -434,32 +264,17 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
     medians = []
     for config in configs:
         for variant in variants:
-            values = [
+            xs = [
                 r["result"][metric]
                 for r in runs
                 if r["config"] == config and r["variant"] == variant["name"]
             ]
-            medians.append(
-                {
-                    "config": config,
-                    "variant": variant["name"],
-                    "median": statistics.median(values),
-                    "min": min(values),
-                    "max": max(values),
-                    "n": len(values),
-                }
-            )
+            medians.append({"config": config, "variant": variant["name"], **results.summary(xs)})
 
-    doc = {
-        "schema": SCHEMA,
-        "benchmark": name,
-        "description": meta.get("description", ""),
-        "quick": bool(args.quick),
-        "date": started.isoformat(timespec="seconds"),
-        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
-        "machine": machine,
-        "commit": commit,
-        "parameters": {
+    doc = rec.document(
+        "runs",
+        meta.get("description", ""),
+        {
             **params,
             "variants": variants,
             "metric": meta["metric"],
@@ -468,18 +283,14 @@ def run_benchmark(name: str, args: argparse.Namespace) -> Path:
             "scrubbed_env_prefixes": list(SCRUBBED_ENV_PREFIXES),
             "pool_dir": args.pool_dir,
         },
-        "targets": meta.get("targets", []),
-        "notes": meta.get("notes", []),
-        "runs": runs,
-        "medians": medians,
-    }
+        quick=args.quick,
+        notes=meta.get("notes", []),
+        targets=meta.get("targets", []),
+        runs=runs,
+        medians=medians,
+    )
     out_dir = RESULTS_DIR / "tmp" if args.quick else RESULTS_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{name}.json"
-    tmp = out.with_suffix(".json.part")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(out)
-    return out
+    return results.write(doc, out_dir / f"{name}.json")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,8 @@ bench/report.py turns into a section of docs/results.md.
 Hardware counters are not always there (virtual machines), so the count is valgrind's: each
 binary runs under callgrind twice on a fresh pool, with N and 2N operations on one thread, and
 the difference of the instructions executed, over N, is the cost of an operation (loading the
-keys, creating the pool and the rest cancel out). Deterministic, unlike a timing.
+keys, creating the pool and the rest cancel out). Deterministic, unlike a timing. The file is
+written through pmkit.results (its workloads layout).
 
 Usage: python bench/ssapp_insns.py [--build-dir DIR] [--ops N] [--only NAME] [--out FILE]
 """
@@ -14,7 +15,6 @@ Usage: python bench/ssapp_insns.py [--build-dir DIR] [--ops N] [--only NAME] [--
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import re
@@ -23,8 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as harness  # noqa: E402  (bench/run.py: machine, commit)
+from pmkit import results
 
 BENCH = Path(__file__).resolve().parent
 # (pmdk is left out: libpmemobj refuses to run under valgrind this way.)
@@ -81,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = json.loads((BENCH / "suite.json").read_text())["suites"]
     names = [args.only] if args.only else [n for s in ("ds", "tx", "lf") for n in suites[s]]
     rows = []
+    rec = results.start("ssapp-insns", args.build_dir)
     with tempfile.TemporaryDirectory(prefix="pmkit-insns-", dir="/dev/shm") as w:
         work = Path(w)
         for name in names:
@@ -96,19 +96,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} {v}: {row['insns_per_op'][v]} instructions per operation",
                       file=sys.stderr)  # fmt: skip
             rows.append(row)
-    doc = {
-        "schema": 1,
-        "benchmark": "ssapp-insns",
-        "description": "Instructions per operation (valgrind's count, one thread) of SSAPP mode "
-        "against the hand-written, clobber-mode and volatile variants.",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": harness.machine_info(args.build_dir),
-        "commit": harness.git_commit(),
-        "parameters": {"ops": args.ops, "keys": args.keys, "variants": VARIANTS, "repetitions": 1},
-        "runs": rows,
-    }
-    out = args.out
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    doc = rec.document(
+        "workloads",
+        "Instructions per operation (valgrind's count, one thread) of SSAPP mode against the "
+        "hand-written, clobber-mode and volatile variants.",
+        {
+            "ops": args.ops,
+            "keys": args.keys,
+            "variants": [{"name": v} for v in VARIANTS],
+            "repetitions": 1,
+        },
+        runs=rows,
+    )
+    out = results.write(doc, args.out)
     print(f"ssapp_insns: wrote {out}", file=sys.stderr)
     return 0
 

@@ -9,10 +9,10 @@ from one configuration to the next, so that drift on a shared machine affects al
 and ratios to `volatile` can be quoted from one run. Sizes come from each workload's
 workload.json: "full" (the papers' sizes) or "quick". Each run is a timed window (--seconds)
 after a warm-up, on a fresh pool in a fresh directory under /dev/shm. The machine, commit, every
-repetition, medians and min/max go into the JSON. A rebuilt binary stops the run (no results).
-Loading is not timed, and at full scale it takes longer than the run: each persistent variant
-loads its keys once (--load-only) into a template pool, and every run works on a copy of it
-(the volatile variant loads in DRAM each time).
+repetition, medians and min/max go into the JSON, written through pmkit.results. A rebuilt
+binary stops the run (no results). Loading is not timed, and at full scale it takes longer than
+the run: each persistent variant loads its keys once (--load-only) into a template pool, and
+every run works on a copy of it (the volatile variant loads in DRAM each time).
 
 Usage: python bench/suite.py [--suite ds|tx|lf|all] [--variants v1,v2] [--threads 1,2]
        [--repeat N] [--scale quick|full] [--seconds S] [--build-dir DIR] [--only NAME]
@@ -22,16 +22,13 @@ Exit status: 0 success, 1 a run failed, 2 a usage or environment error.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as harness  # noqa: E402  (bench/run.py: machine, commit, run_once, build checks)
+from pmkit import harness, results
 
 BENCH = Path(__file__).resolve().parent
 DESCRIPTION = (
@@ -227,12 +224,11 @@ def run_suite(args: argparse.Namespace) -> int:
         f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
         file=sys.stderr,
     )
-    # The commit the binaries were built from: read before the runs, so that a commit made
-    # while they run is not credited with them.
-    commit = harness.git_commit()
+    # The commit the binaries were built from and the machine's load: read before the runs,
+    # so that neither a commit made while they run nor their own load is credited to them.
+    rec = results.start(args.name, build)
     runs, loads = [], {}
     templates = Path(tempfile.mkdtemp(prefix="pmkit-suite-templates-", dir="/dev/shm"))
-    started = datetime.datetime.now(datetime.UTC)
     try:
         # One workload at a time, so that only its templates occupy /dev/shm (a loaded pool
         # at full scale is more than a GiB); the variants are interleaved within it.
@@ -252,9 +248,9 @@ def run_suite(args: argparse.Namespace) -> int:
                             f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
                         )  # fmt: skip
                         runs.append(
-                            {"repetition": rep, "order": order, "suite": suite,
-                             "workload": name, "threads": threads, "variant": v,
-                             "command": cmd[1:], "result": result}
+                            {"repetition": rep, "order": order,
+                             "config": {"workload": name, "threads": threads}, "variant": v,
+                             "suite": suite, "command": cmd[1:], "result": result}
                         )  # fmt: skip
             for t in templates.iterdir():
                 t.unlink()
@@ -263,42 +259,33 @@ def run_suite(args: argparse.Namespace) -> int:
     harness.check_build(files, built, build)
     medians = []
     for suite, name, threads in configs:
+        config = {"workload": name, "threads": threads}
         for v in per[name]:
-            xs = [
-                r["result"]["ops_per_sec"]
-                for r in runs
-                if r["workload"] == name and r["threads"] == threads and r["variant"] == v
-            ]
-            medians.append(
-                {"suite": suite, "workload": name, "threads": threads, "variant": v,
-                 "median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
-            )  # fmt: skip
-    doc = {
-        "schema": 1,
-        "benchmark": args.name,
-        "description": DESCRIPTIONS[args.name],
-        "date": started.isoformat(timespec="seconds"),
-        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
-        "machine": harness.machine_info(build),
-        "commit": commit,
-        "parameters": {
+            xs = [r["result"][results.SUITE_METRIC["field"]] for r in runs
+                  if r["config"] == config and r["variant"] == v]  # fmt: skip
+            medians.append({"config": config, "variant": v, "suite": suite, **results.summary(xs)})
+    doc = rec.document(
+        "runs",
+        DESCRIPTIONS[args.name],
+        {
             "suite": args.suite,
-            "variants": variants,
-            "threads": args.threads,
+            "variants": [{"name": v} for v in variants],
+            "axes": {"workload": [n for _, n in chosen], "threads": args.threads},
+            "metric": results.SUITE_METRIC,
             "repetitions": args.repeat,
             "scale": args.scale,
             "seconds": seconds,
             "workloads": {n: metas[n] for _, n in chosen},
-        },  # fmt: skip
-        "load_seconds": loads,
-        "runs": runs,
-        "medians": medians,
-    }
+        },
+        quick=args.scale == "quick",
+        load_seconds=loads,
+        runs=runs,
+        medians=medians,
+    )
     out_dir = args.results_dir if args.scale == "full" else args.results_dir / "tmp"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = started.strftime("%Y%m%d-%H%M%S")
-    out = out_dir / f"{args.name}-{stamp}-{commit.get('sha', 'unknown')[:12]}.json"
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    stamp = rec.started.strftime("%Y%m%d-%H%M%S")
+    out = out_dir / f"{args.name}-{stamp}-{rec.commit.get('sha', 'unknown')[:12]}.json"
+    results.write(doc, out)
     print(f"pmkit bench run: wrote {out}", file=sys.stderr)
     return 0
 

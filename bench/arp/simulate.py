@@ -4,9 +4,9 @@
 For each repetition and each workload of arp_bench it records a fresh trace of the workload
 (arp_bench-traced: 8 workers, the work allocator, 2 antagonists; the seed is the repetition), runs
 pmkit-sim on it under every model (--mark arp-run: the measured phase only) and keeps each model's
-numbers. It writes bench/results/arpsim.json (bench/results/tmp/ with --quick) in bench/run.py's
-layout, a model being a variant and a workload a configuration, so that bench/report.py renders it
-beside the other benchmarks.
+numbers. It writes bench/results/arpsim.json (bench/results/tmp/ with --quick) through
+pmkit.results, in the runs layout of bench/run.py's files, a model being a variant and a workload a
+configuration, so that bench/report.py renders it beside the other benchmarks.
 
 Usage: python bench/arp/simulate.py [--quick] [--ops N] [--repetitions N] [--machine pcm|optane]
        [--build-dir DIR]
@@ -15,18 +15,18 @@ Usage: python bench/arp/simulate.py [--quick] [--ops N] [--repetitions N] [--mac
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from pmkit import results
+from pmkit.harness import Progress, base_env
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import run as harness  # noqa: E402  (bench/run.py: machine and commit records)
+BENCH = HERE.parent
 
 WORKLOADS = ["cq", "pc", "sps", "tatp", "tpcc", "ycsb"]
 MODELS = ["scp", "rcbsp", "arp", "arp+va", "ideal"]
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, default=20000, help="tasks per run (default 20000)")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--machine", default="pcm", choices=["pcm", "optane"])
-    ap.add_argument("--build-dir", default=str(harness.REPO / "build"))
+    ap.add_argument("--build-dir", default=str(BENCH.parent / "build"))
     args = ap.parse_args(argv)
     if args.quick:
         args.ops, args.repetitions = 2000, 1
@@ -55,16 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         if not f.exists():
             print(f"simulate.py: {f} is not built: run 'make build'", file=sys.stderr)
             return 2
-    started = datetime.datetime.now(datetime.UTC)
-    machine, commit = harness.machine_info(build), harness.git_commit()
+    rec = results.start("arpsim", build)
     runs = []
-    bar = harness.Progress(args.repetitions * len(WORKLOADS), "arpsim")
+    bar = Progress(args.repetitions * len(WORKLOADS), "arpsim")
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(dir=shm, prefix="pmkit-arpsim-") as work:
         for rep in range(args.repetitions):
             for w in WORKLOADS:
                 trace, out = Path(work) / f"{w}.trace", Path(work) / f"{w}.json"
-                env = dict(harness.base_env(), PMKIT_TRACE=str(trace))
+                env = dict(base_env(), PMKIT_TRACE=str(trace))
                 cmd = [str(traced), w, "--ops", str(args.ops), "--seed", str(rep + 1),
                        "--pool", f"{work}/{w}.pool", "--pool-mib", "512"]  # fmt: skip
                 r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -98,25 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         for m in MODELS:
             xs = [r["result"]["time_ps"] for r in runs
                   if r["config"]["workload"] == w and r["variant"] == m]  # fmt: skip
-            medians.append({"config": {"workload": w}, "variant": m,
-                            "median": statistics.median(xs), "min": min(xs), "max": max(xs),
-                            "n": len(xs)})  # fmt: skip
-    doc = {
-        "schema": harness.SCHEMA,
-        "benchmark": "arpsim",
-        "description": (
+            medians.append({"config": {"workload": w}, "variant": m, **results.summary(xs)})
+    doc = rec.document(
+        "runs",
+        (
             "The persist-ordering simulator (pmkit-sim) on traces of the six arp workloads, as "
             "in the paper's section 6: 8 workers, a work allocator handing tasks through "
             "volatile queues, 2 antagonists on a volatile lock. Each repetition records a new "
             f"trace ({args.ops} tasks, seed = repetition) and simulates it under every model "
             f"on the {args.machine} machine; ratios are of the same trace."
         ),
-        "quick": args.quick,
-        "date": started.isoformat(timespec="seconds"),
-        "duration_s": round((datetime.datetime.now(datetime.UTC) - started).total_seconds(), 1),
-        "machine": machine,
-        "commit": commit,
-        "parameters": {
+        {
             "repetitions": args.repetitions,
             "seconds": None,
             "axes": {"workload": WORKLOADS},
@@ -131,19 +122,18 @@ def main(argv: list[str] | None = None) -> int:
             "binary": "bench/arp/arp_bench-traced + sim/pmkit-sim",
             "args": [],
         },
-        "notes": [
+        quick=args.quick,
+        notes=[
             "A persist is a store (8 bytes), as in the paper; persists per epoch count the "
             "stores between epoch boundaries at the controller.",
             "Every traced event costs a core 25 cycles at 2 GHz (pmkit-sim --event-cycles); "
             "docs/modes/arp.md lists every timing parameter and its source.",
         ],
-        "runs": runs,
-        "medians": medians,
-    }
-    out_dir = harness.RESULTS_DIR / "tmp" if args.quick else harness.RESULTS_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "arpsim.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+        runs=runs,
+        medians=medians,
+    )
+    out_dir = BENCH / "results" / "tmp" if args.quick else BENCH / "results"
+    path = results.write(doc, out_dir / "arpsim.json")
     print(f"simulate.py: wrote {path}", file=sys.stderr)
     return 0
 

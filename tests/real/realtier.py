@@ -3,9 +3,10 @@
 tests/real/debsrc.py, never committed), built with pmkit and checked. `make test-real` runs
 every program; `--quick` (part of `make test`) runs fewer trials of each program marked quick.
 One progress line per step on stdout. --results writes bench/results/real-<mode>.json (one
-file per mode, in the benchmarks' format: machine, commit, each program's result), from which
-bench/report.py makes the "real programs" section of docs/results.md; --json FILE writes the
-raw results. Exit status 1 if any check failed; every verdict line says what it covered.
+file per mode, through pmkit.results like the benchmarks': machine, commit, each program's
+result), from which bench/report.py makes the "real programs" section of docs/results.md;
+--json FILE writes the raw results. Exit status 1 if any check failed; every verdict line says
+what it covered.
 
     python tests/real/realtier.py [--quick] [--programs evkv] [--results] [--json out.json]
 """
@@ -25,7 +26,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "tests" / "cli"))
 import debsrc  # noqa: E402
 import pmlibs  # noqa: E402
 import wppgolden  # noqa: E402
+from pmkit import results  # noqa: E402
 from realcommon import JOBS, Failed, fresh_tree, run, say  # noqa: E402
 
 # ---- libevent, and the libevent server (tests/real/evkv.c) -----------------------------------
@@ -633,33 +635,23 @@ PROGRAMS = {
 }
 
 
-def harness():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import run  # noqa: E402  (bench/run.py: machine and commit records)
-
-    return run
-
-
-def write_results(results: dict, programs: dict, machine: dict) -> None:
-    """bench/results/real-<mode>.json for each mode that ran, the benchmarks' format; machine
-    is the record taken before the first program ran (its load average)."""
+def write_results(outcome: dict, programs: dict, rec: results.Recording, seed: int) -> None:
+    """bench/results/real-<mode>.json for each mode that ran, in pmkit.results' programs
+    layout; rec holds the date, machine (its load average) and commit read before the first
+    program ran."""
     for mode in sorted({p.mode for p in programs.values()}):
-        doc = {
-            "schema": 1,
-            "benchmark": f"real-{mode}",
-            "description": f"Programs from Debian's source packages under {mode} mode "
+        doc = replace(rec, benchmark=f"real-{mode}").document(
+            "programs",
+            f"Programs from Debian's source packages under {mode} mode "
             "(tests/real/realtier.py, make test-real).",
-            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "machine": machine,
-            "commit": harness().git_commit(),
-            "programs": {
-                n: {"source": p.source, "glue": p.glue, **results[n]}
+            {"seed": seed},
+            programs={
+                n: {"source": p.source, "glue": p.glue, **outcome[n]}
                 for n, p in programs.items()
                 if p.mode == mode
             },
-        }
-        out = ROOT / "bench" / "results" / f"real-{mode}.json"
-        out.write_text(json.dumps(doc, indent=1) + "\n")
+        )
+        out = results.write(doc, ROOT / "bench" / "results" / f"real-{mode}.json")
         say(f"wrote {out}")
 
 
@@ -707,9 +699,9 @@ def main() -> int:
     except OSError:
         ap.error(f"--workdir {a.workdir} is in use by another run of the tier")
     say(f"work folders in {a.workdir}")
-    results, bad = {}, []
+    outcome, bad = {}, []
     t_all = time.monotonic()
-    machine = harness().machine_info(ROOT / "build")
+    rec = results.start("real", ROOT / "build")
     for i, p in enumerate(chosen, 1):
         trials = p.quick_trials if a.quick else p.trials
         say(f"[{i}/{len(chosen)}] {p.name}: {p.what}, {trials} trials")
@@ -720,24 +712,24 @@ def main() -> int:
         try:
             res = p.run(work, trials, random.Random(a.seed), a.quick)
             res["seconds"] = round(time.monotonic() - t0, 1)
-            results[p.name] = res
+            outcome[p.name] = res
             say(f"[{i}/{len(chosen)}] {p.name}: ok in {res['seconds']:.0f} s: {res['verdict']}")
             shutil.rmtree(work, ignore_errors=True)
         except (Failed, debsrc.SourceError) as e:
             bad.append(p.name)
-            results[p.name] = {"failed": str(e)}
+            outcome[p.name] = {"failed": str(e)}
             say(f"[{i}/{len(chosen)}] {p.name}: FAILED: {e} (work kept in {work})")
         except Exception as e:  # a fault of the harness: said as one, and the others still run
             bad.append(p.name)
             where = traceback.extract_tb(e.__traceback__)[-1]
             at = f"{Path(where.filename).name}:{where.lineno}"
             why = f"harness error: {type(e).__name__}: {e} ({at})"
-            results[p.name] = {"failed": why}
+            outcome[p.name] = {"failed": why}
             say(f"[{i}/{len(chosen)}] {p.name}: FAILED: {why} (work kept in {work})")
     if a.json:
-        a.json.write_text(json.dumps(results, indent=2) + "\n")
+        a.json.write_text(json.dumps(outcome, indent=2) + "\n")
     if a.results and not a.quick:
-        write_results(results, {p.name: p for p in chosen}, machine)
+        write_results(outcome, {p.name: p for p in chosen}, rec, a.seed)
     took = time.monotonic() - t_all
     if not bad and own:
         shutil.rmtree(a.workdir, ignore_errors=True)
