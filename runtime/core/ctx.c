@@ -5,7 +5,7 @@
  * persistent contents (state, tag, allocation journal, runtime extension
  * words) outlive the process; which thread holds it is volatile and per run,
  * so after a crash recovery can adopt a slot whose section was in flight.
- * The allocation journal itself lives in heap.c. Entry points:
+ * The allocation journal itself lives in heap_journal.c. Entry points:
  * pmkit_ctx_get, pmkit_fase_begin, pmkit_fase_commit, and pmkit_recover,
  * which hands each slot in flight to the runtime that owns it.
  */
