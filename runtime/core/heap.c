@@ -26,9 +26,11 @@
  *
  * Failure-atomic runtimes journal allocations in the thread's context slot
  * (pmkit_fase_begin): each block is recorded before it is marked allocated,
- * frees are deferred to pmk_heap_commit, and a replayed section gets the same
- * blocks back in the same order. Entry points: pmkit_alloc, pmkit_free,
- * pmk_heap_open (rebuild after open), pmkit_pool_gc.
+ * frees are deferred to commit, and a replayed section gets the same
+ * blocks back in the same order (heap_journal.c). This file: size
+ * classes, chunks, thread caches, reserve and commit; entry points
+ * pmkit_alloc, pmkit_free. Open and check are in heap_open.c, gc in
+ * heap_gc.c, repair in heap_repair.c; heapint.h is what they share.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -249,7 +251,7 @@ static uint32_t take_chunk(pmkit_pool *p, unsigned c) {
   return id;
 }
 
-/* A large run: the head entry (the pmk_heap_commit point) first, fenced before
+/* A large run: the head entry (the commit point) first, fenced before
  * the continuations and the chunk header, so that a continuation without a
  * head, or a free entry whose chunk header names a run, is corruption and
  * never a crash's leftover. The continuations could persist in any order (a
@@ -333,7 +335,7 @@ void pmk_heap_thread_exit(pmkit_pool *p, struct pmk_tc *tc) {
   }
 }
 
-/* ---- pmk_heap_reserve and pmk_heap_commit
+/* ---- reserve and commit
  * -------------------------------------------------------- */
 
 /* Hand out a reserved block of class c, reserving the free blocks of the
@@ -446,10 +448,10 @@ int pmk_heap_release(pmkit_pool *p, const struct blk *b, int flush) {
   if (b->large) {
     if (p->table[b->chunk] != (PMK_T_HEAD | b->idx))
       return 0;
-    /* The reverse of pmk_heap_large_commit, each step fenced: every chunk's
+    /* The reverse of large_commit, each step fenced: every chunk's
      * first word (a free chunk must not look like one that holds blocks, and
      * the program's data there could), the continuations, then the head (the
-     * pmk_heap_commit point). A crash before the head leaves the run allocated
+     * commit point). A crash before the head leaves the run allocated
      * (a leak), with free entries inside it. */
     for (uint32_t i = 0; i < b->idx; i++) {
       struct pmk_chunk *ch = chunk_hdr(p, b->chunk + i);

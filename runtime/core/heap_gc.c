@@ -123,8 +123,7 @@ int pmk_heap_gc_mark(struct gc *g) {
   g->head = malloc((p->nchunks ? p->nchunks : 1) * sizeof *g->head);
   if (!g->marks || !g->head)
     return g->oom = 1, pmk_err(PMKIT_E_NOMEM, "no DRAM for marks");
-  for (uint32_t id = 0;
-       id < p->nchunks;) { /* pmk_heap_table_ok validated runs */
+  for (uint32_t id = 0; id < p->nchunks;) { /* table_ok validated runs */
     uint32_t e = p->table[id], n = e & PMK_T_HEAD ? e & PMK_T_LEN_MASK : 1;
     for (uint32_t i = 0; i < n; i++)
       g->head[id + i] = id;
@@ -313,8 +312,7 @@ int pmkit_pool_gc(pmkit_pool *p, unsigned flags, pmkit_gc_stats *stats) {
                      "context %u has a failure-atomic section in flight: "
                      "recover the pool (pmkit_recover) before gc",
                      i);
-  pmk_tc_unreserve(
-      p); /* pmk_heap_release the caller's reservations, not sweep them */
+  pmk_tc_unreserve(p); /* release the caller's reservations, not sweep them */
   struct gc g = {.p = p, .flags = flags};
   pmkit_gc_stats st = {0};
   int r = pmk_heap_gc_mark(&g);

@@ -16,7 +16,7 @@
 
 #include "heapint.h"
 
-/* ---- pmk_heap_journaled allocation (failure-atomic sections)
+/* ---- journaled allocation (failure-atomic sections)
  * ---------------------------- */
 
 /* Journal entry e at the section's next index. The pair shares a line, and
@@ -53,7 +53,7 @@ static uint64_t entry_of(const pmkit_pool *p, const struct blk *b) {
   return e;
 }
 
-/* Ensure a pmk_heap_journaled allocation is marked allocated (idempotent). */
+/* Ensure a journaled allocation is marked allocated (idempotent). */
 static void materialize(pmkit_pool *p, uint64_t e) {
   uint64_t off = e & PMK_J_OFF_MASK;
   uint32_t n = (uint32_t)(e >> PMK_J_LEN_SHIFT);
@@ -95,7 +95,7 @@ void pmk_journal_release(pmkit_pool *p, struct pmk_ctx_pm *c, uint64_t from) {
 }
 
 void pmk_fase_frees_apply(pmkit_pool *p, struct pmk_tc *tc) {
-  /* The pmk_heap_commit is durable: a crash from here on loses the frees not
+  /* The commit is durable: a crash from here on loses the frees not
    * yet durable (their blocks leak; the thread's next fence ends that window),
    * never applies one twice. */
   for (uint32_t i = 0; i < tc->nfrees; i++) {
@@ -140,7 +140,7 @@ int pmk_heap_fase_alloc(pmkit_pool *p, struct pmk_tc *tc, size_t size,
   return 0;
 }
 
-/* Deferred to pmk_heap_commit, in DRAM only: before the pmk_heap_commit is
+/* Deferred to commit, in DRAM only: before the commit is
  * durable the section is re-executed (and frees again) or dropped. */
 int pmk_heap_fase_free(struct pmk_tc *tc, struct blk *b) {
   if (tc->nfrees >= PMKIT_FASE_FREES_MAX)

@@ -107,7 +107,7 @@ static int chunk_read(const pmkit_pool *p, uint32_t id, void *buf, size_t n) {
 
 /* A chunk the table calls free: 0, or PMKIT_E_CORRUPT if its header says it
  * holds a large block or allocated small blocks, which only a lost table
- * entry explains (pmk_heap_large_commit and pmk_heap_release write the header
+ * entry explains (large_commit and release write the header
  * after the head entry and clear it before; a small chunk is freed only when
  * empty). */
 static int free_chunk_ok(const pmkit_pool *p, uint32_t id) {
@@ -251,9 +251,9 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
   for (uint32_t id = 0; id < p->nchunks;) {
     uint32_t e = p->table[id];
     if (e & PMK_T_HEAD) {
-      uint32_t n = e & PMK_T_LEN_MASK; /* validated by pmk_heap_table_ok */
+      uint32_t n = e & PMK_T_LEN_MASK; /* validated by table_ok */
       struct pmk_chunk *ch = chunk_hdr(p, id);
-      /* Complete a run a crash interrupted (see pmk_heap_large_commit). */
+      /* Complete a run a crash interrupted (see large_commit). */
       for (uint32_t i = 1; i < n; i++)
         if (repair && p->table[id + i] != PMK_T_CONT)
           pmk_heap_table_store(p, id + i, PMK_T_CONT);
@@ -270,7 +270,7 @@ int pmk_heap_open(pmkit_pool *p, int repair) {
       id++;
       continue;
     }
-    /* A small chunk: pmk_heap_release it if empty, else make it available. */
+    /* A small chunk: release it if empty, else make it available. */
     struct pmk_chunk *ch = chunk_hdr(p, id);
     uint32_t nb = nblocks_of(e - 1), used = pmk_heap_blocks_used(ch);
     if (used == 0 && repair && !pinned[id]) {
