@@ -33,6 +33,7 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Debug.h"
 
 #include <vector>
 
@@ -191,7 +192,10 @@ bool Lowerer::run() {
                       DS_Warning);
       continue;
     }
-    Changed |= lower(F);
+    bool Lowered = lower(F);
+    LLVM_DEBUG(if (Lowered) dbgs()
+               << DEBUG_TYPE ": lowered the syncs of " << F.getName() << "\n");
+    Changed |= Lowered;
   }
   return Changed;
 }

@@ -54,6 +54,7 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -1144,30 +1145,15 @@ void ClobberInstrumenter::emitTable() {
   uint32_t Flags = (SettingOpt == Setting::Undo ? PMKIT_CLOBBER_UNDO : 0) |
                    (DomainOpt == Domain::EADR ? PMKIT_CLOBBER_EADR : 0);
   std::vector<Constant *> Ents;
-  IRBuilder<> NB(Ctx);
   for (const TableEntry &E : Table) {
-    Constant *Name = ConstantDataArray::getString(Ctx, E.Fase->getName());
-    auto *NameGV = new GlobalVariable(M, Name->getType(), true,
-                                      GlobalValue::PrivateLinkage, Name,
-                                      "__pmkit_clobber_name");
+    GlobalVariable *NameGV =
+        pmkit::privateString(M, E.Fase->getName(), "__pmkit_clobber_name");
     Ents.push_back(ConstantStruct::get(
         EntTy, {ConstantInt::get(I64, E.Id), NameGV, E.Replay,
                 ConstantInt::get(I32, E.Fase->arg_size()),
                 ConstantInt::get(I32, Flags)}));
   }
-  auto *ArrTy = ArrayType::get(EntTy, Ents.size());
-  auto *TableGV = new GlobalVariable(
-      M, ArrTy, true, GlobalValue::InternalLinkage,
-      ConstantArray::get(ArrTy, Ents), "__pmkit_clobber_table");
-  Function *Ctor =
-      Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
-                       GlobalValue::InternalLinkage, "__pmkit_clobber_ctor", M);
-  IRBuilder<> B(BasicBlock::Create(Ctx, "", Ctor));
-  B.CreateCall(
-      rtFn("__pmkit_clobber_register", Type::getVoidTy(Ctx), {Ptr, I32}),
-      {TableGV, ConstantInt::get(I32, Ents.size())});
-  B.CreateRetVoid();
-  appendToGlobalCtors(M, Ctor, 65535);
+  pmkit::emitFaseTable(M, EntTy, Ents, "__pmkit_clobber");
 }
 
 // A caller that passes an undefined value where the runtime needs one (a
@@ -1241,6 +1227,9 @@ bool ClobberInstrumenter::run() {
     instrumentFase(*F);
     if (Failed)
       return true;
+    LLVM_DEBUG(dbgs() << DEBUG_TYPE ": FASE " << F->getName() << " (id "
+                      << pmkit::faseId(*F) << ", " << F->arg_size()
+                      << " arguments) instrumented\n");
     Table.push_back({pmkit::faseId(*F), F, makeReplay(*F)});
     ++NumFase;
   }

@@ -13,10 +13,12 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <vector>
 
@@ -161,4 +163,32 @@ SetVector<Function *> pmkit::collectFases(Module &M, StringRef Pass) {
       Fases.insert(&F);
   }
   return Fases;
+}
+
+GlobalVariable *pmkit::privateString(Module &M, StringRef S,
+                                     const Twine &Name) {
+  Constant *Str = ConstantDataArray::getString(M.getContext(), S);
+  return new GlobalVariable(M, Str->getType(), true,
+                            GlobalValue::PrivateLinkage, Str, Name);
+}
+
+void pmkit::emitFaseTable(Module &M, StructType *EntTy,
+                          ArrayRef<Constant *> Entries, StringRef Prefix) {
+  LLVMContext &Ctx = M.getContext();
+  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *I32 = Type::getInt32Ty(Ctx);
+  Type *Void = Type::getVoidTy(Ctx);
+  auto *ArrTy = ArrayType::get(EntTy, Entries.size());
+  auto *Table =
+      new GlobalVariable(M, ArrTy, true, GlobalValue::InternalLinkage,
+                         ConstantArray::get(ArrTy, Entries), Prefix + "_table");
+  Function *Ctor =
+      Function::Create(FunctionType::get(Void, false),
+                       GlobalValue::InternalLinkage, Prefix + "_ctor", M);
+  IRBuilder<> B(BasicBlock::Create(Ctx, "", Ctor));
+  FunctionCallee Register = M.getOrInsertFunction(
+      (Prefix + "_register").str(), FunctionType::get(Void, {Ptr, I32}, false));
+  B.CreateCall(Register, {Table, ConstantInt::get(I32, Entries.size())});
+  B.CreateRetVoid();
+  appendToGlobalCtors(M, Ctor, 65535);
 }

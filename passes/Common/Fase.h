@@ -11,7 +11,10 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
 
 #include <cstdint>
@@ -57,6 +60,19 @@ bool stripFaseAnchors(llvm::Module &M);
 // disable_sanitizer_instrumentation) gets an error naming it instead.
 llvm::SetVector<llvm::Function *> collectFases(llvm::Module &M,
                                                llvm::StringRef Pass);
+
+// A private constant global holding the C string S (a FASE's name in a
+// table), named Name.
+llvm::GlobalVariable *privateString(llvm::Module &M, llvm::StringRef S,
+                                    const llvm::Twine &Name);
+
+// The module's FASE table for a failure-atomic runtime: an internal constant
+// array <Prefix>_table of Entries (each of type EntTy), which a constructor
+// <Prefix>_ctor registers at load by calling <Prefix>_register(table,
+// count) (the runtime's, e.g. __pmkit_clobber_register).
+void emitFaseTable(llvm::Module &M, llvm::StructType *EntTy,
+                   llvm::ArrayRef<llvm::Constant *> Entries,
+                   llvm::StringRef Prefix);
 
 } // namespace pmkit
 

@@ -42,6 +42,7 @@
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
@@ -609,6 +610,8 @@ bool Robustifier::run() {
         M, PA, FAM,
         [&](const Instruction &I) { return IgnoredInsts.count(&I) != 0; }, Skip,
         SettingOpt == Setting::Flit, Stats);
+    LLVM_DEBUG(dbgs() << DEBUG_TYPE ": " << Plan.size()
+                      << " actions planned\n");
     for (const RobustAction &A : Plan)
       apply(A);
     Changed |= !Plan.empty();

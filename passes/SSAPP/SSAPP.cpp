@@ -50,6 +50,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -1164,10 +1165,8 @@ void SSAPPInstrumenter::emitTable() {
     auto *PGV =
         new GlobalVariable(M, PArr, true, GlobalValue::PrivateLinkage,
                            ConstantArray::get(PArr, Ps), "__pmkit_ssapp_ptrs");
-    Constant *Name = ConstantDataArray::getString(Ctx, E.Fase->getName());
-    auto *NameGV = new GlobalVariable(M, Name->getType(), true,
-                                      GlobalValue::PrivateLinkage, Name,
-                                      "__pmkit_ssapp_name");
+    GlobalVariable *NameGV =
+        pmkit::privateString(M, E.Fase->getName(), "__pmkit_ssapp_name");
     Ents.push_back(ConstantStruct::get(
         EntTy, {ConstantInt::get(I64, pmkit::faseId(*E.Fase)), NameGV,
                 E.Recover, ConstantInt::get(I32, E.FrameBytes),
@@ -1175,18 +1174,7 @@ void SSAPPInstrumenter::emitTable() {
                 ConstantInt::get(I32, Flags),
                 ConstantInt::get(I32, E.PtrSlots.size()), PGV}));
   }
-  auto *ArrTy = ArrayType::get(EntTy, Ents.size());
-  auto *TableGV = new GlobalVariable(
-      M, ArrTy, true, GlobalValue::InternalLinkage,
-      ConstantArray::get(ArrTy, Ents), "__pmkit_ssapp_table");
-  Function *Ctor =
-      Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
-                       GlobalValue::InternalLinkage, "__pmkit_ssapp_ctor", M);
-  IRBuilder<> B(BasicBlock::Create(Ctx, "", Ctor));
-  B.CreateCall(rtFn("__pmkit_ssapp_register", Type::getVoidTy(Ctx), {Ptr, I32}),
-               {TableGV, ConstantInt::get(I32, Ents.size())});
-  B.CreateRetVoid();
-  appendToGlobalCtors(M, Ctor, 65535);
+  pmkit::emitFaseTable(M, EntTy, Ents, "__pmkit_ssapp");
 }
 
 bool SSAPPInstrumenter::run() {
@@ -1286,6 +1274,9 @@ bool SSAPPInstrumenter::run() {
            "internal error: invalid code for FASE " + pmkit::displayName(*F));
       return true;
     }
+    LLVM_DEBUG(dbgs() << DEBUG_TYPE ": FASE " << F->getName() << ": "
+                      << Rises.size() << " RISEs, frame " << FrameBytes
+                      << " bytes, " << PtrSlots.size() << " pointer slots\n");
     Table.push_back(
         {F, RF, (unsigned)alignTo(FrameBytes, 64), Rises, PtrSlots});
     ++NumFase;

@@ -43,6 +43,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Operator.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/LowerAtomic.h"
@@ -858,6 +859,8 @@ bool Tracer::run() {
       if (auto *CB = dyn_cast<CallBase>(&I); CB && mayReachTraced(CB, TLI))
         Calls.push_back(CB);
     }
+    LLVM_DEBUG(dbgs() << DEBUG_TYPE ": " << F.getName() << ": " << Work.size()
+                      << " accesses and calls to trace\n");
     for (Instruction *I : Work) {
       if (auto *SI = dyn_cast<StoreInst>(I)) {
         instrumentStore(SI);
