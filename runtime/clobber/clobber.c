@@ -611,8 +611,8 @@ static int recover_slot(pmkit_pool *p, unsigned id, int reexecute) {
   int r = 0;
   /* PMKIT_CLOBBER_RECOVER=rollback: recovery that forgets to re-execute,
    * for showing that a checker notices a FASE that began and never ended. */
-  int undo = kind == KIND_UNDO || pmk_opt_choice(PMK_OPT_CLOBBER_RECOVER) ==
-                                      1; /* reexecute|rollback */
+  int undo =
+      kind == KIND_UNDO || pmk_opt_is(PMK_OPT_CLOBBER_RECOVER, "rollback");
   if (!reexecute) {
     r = roll_back(p, l, ext[EXT_SEQ], id);
     if (!r && undo) { /* the classic baseline: the FASE never ran */

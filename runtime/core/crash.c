@@ -67,9 +67,11 @@ static int writable(const char *path) {
 enum { POINTS_FENCES = 1, POINTS_STORES = 2 };
 
 static int points_of(void) {
-  static const int points[] = {POINTS_FENCES, POINTS_STORES,
-                               POINTS_FENCES | POINTS_STORES};
-  return points[pmk_opt_choice(PMK_OPT_CRASH_POINTS)]; /* fences|stores|all */
+  if (pmk_opt_is(PMK_OPT_CRASH_POINTS, "stores"))
+    return POINTS_STORES;
+  if (pmk_opt_is(PMK_OPT_CRASH_POINTS, "all"))
+    return POINTS_FENCES | POINTS_STORES;
+  return POINTS_FENCES;
 }
 
 _Noreturn void pmk_crash_need_stores(void) {

@@ -37,20 +37,21 @@ static void init_once(void) {
 #ifdef PMKIT_FORCE_EADR
   pmk_eadr = 1;
 #else
-  pmk_eadr = pmk_opt_choice(PMK_OPT_DOMAIN) == 1; /* adr|eadr */
+  pmk_eadr = pmk_opt_is(PMK_OPT_DOMAIN, "eadr");
 #endif
   set_kind(PMKIT_FLUSH_CLFLUSH);
   if (cpu_has(PMKIT_FLUSH_CLWB))
     set_kind(PMKIT_FLUSH_CLWB);
   else if (cpu_has(PMKIT_FLUSH_CLFLUSHOPT))
     set_kind(PMKIT_FLUSH_CLFLUSHOPT);
-  int f = pmk_opt_choice(PMK_OPT_FLUSH); /* clwb|clflushopt|clflush|none */
-  if (f >= 0) {
-    static const pmkit_flush_t kinds[] = {
-        PMKIT_FLUSH_CLWB, PMKIT_FLUSH_CLFLUSHOPT, PMKIT_FLUSH_CLFLUSH,
-        PMKIT_FLUSH_NONE};
-    if (cpu_has(kinds[f]))
-      set_kind(kinds[f]);
+  static const pmkit_flush_t kinds[] = {PMKIT_FLUSH_CLWB,
+                                        PMKIT_FLUSH_CLFLUSHOPT,
+                                        PMKIT_FLUSH_CLFLUSH, PMKIT_FLUSH_NONE};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    if (!pmk_opt_is(PMK_OPT_FLUSH, pmkit_flush_name(kinds[i])))
+      continue;
+    if (cpu_has(kinds[i]))
+      set_kind(kinds[i]);
     else
       fprintf(stderr,
               "pmkit: PMKIT_FLUSH=%s: this CPU lacks the instruction; "

@@ -112,7 +112,13 @@ uint64_t pmk_opt_num(enum pmk_opt o) {
   return num[o];
 }
 
-int pmk_opt_choice(enum pmk_opt o) {
+int pmk_opt_is(enum pmk_opt o, const char *v) {
   pthread_once(&once, parse);
-  return choice[o];
+  int i = table[o].kind == KIND_CHOICE ? index_of(table[o].values, v) : -1;
+  if (i < 0) {
+    fprintf(stderr, "pmkit: internal error: %s has no value '%s'\n",
+            table[o].name, v);
+    abort();
+  }
+  return choice[o] == i;
 }

@@ -18,9 +18,13 @@ enum pmk_opt {
 };
 
 /* The option's value: its text ("" when it has none), and, for NUM, the
- * number; for CHOICE, the index of the value in its list (-1: none). */
+ * number. A CHOICE is asked for by the name of a value: pmk_opt_is(o, v)
+ * is 1 if the option is set to v (or v is its default and it is unset), 0
+ * otherwise; a v that is not one of the option's values in options.def
+ * stops the program (an internal error: the code and the table disagree),
+ * so no caller depends on the order of the values. */
 PMK_HIDDEN const char *pmk_opt_text(enum pmk_opt o);
 PMK_HIDDEN uint64_t pmk_opt_num(enum pmk_opt o);
-PMK_HIDDEN int pmk_opt_choice(enum pmk_opt o);
+PMK_HIDDEN int pmk_opt_is(enum pmk_opt o, const char *v);
 
 #endif /* PMKIT_CORE_OPTIONS_H */

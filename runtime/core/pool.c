@@ -427,9 +427,11 @@ fail:
 
 /* PMKIT_POOL_VERIFY=1 or =offsets: the flags it adds to every open. */
 static unsigned verify_env(void) {
-  static const unsigned flags[] = {
-      0, PMKIT_POOL_VERIFY, PMKIT_POOL_VERIFY | PMKIT_POOL_VERIFY_OFFSETS};
-  return flags[pmk_opt_choice(PMK_OPT_POOL_VERIFY)]; /* 0|1|offsets */
+  if (pmk_opt_is(PMK_OPT_POOL_VERIFY, "1"))
+    return PMKIT_POOL_VERIFY;
+  if (pmk_opt_is(PMK_OPT_POOL_VERIFY, "offsets"))
+    return PMKIT_POOL_VERIFY | PMKIT_POOL_VERIFY_OFFSETS;
+  return 0;
 }
 
 /* PMKIT_POOL_VERIFY: the full check, suspects refused (before open writes). */

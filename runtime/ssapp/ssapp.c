@@ -518,10 +518,9 @@ struct job {
 static int rmw_took_effect(const struct job *j, uint64_t cb) {
   const struct blk *b = j->blk;
   uint64_t c = b->rmw_cur;
-  int how = pmk_opt_choice(PMK_OPT_SSAPP_RECOVER); /* tags|naive|skip */
-  if (how == 1)
+  if (pmk_opt_is(PMK_OPT_SSAPP_RECOVER, "naive"))
     return 0;
-  if (how == 2) /* the opposite mistake: it always did */
+  if (pmk_opt_is(PMK_OPT_SSAPP_RECOVER, "skip")) /* the opposite mistake */
     return 1;
   if ((c & 0xffffffffu) != (cb & 0xffffffffu) ||
       (c & PMKIT_SSAPP_TORN) != (cb & PMKIT_SSAPP_TORN))

@@ -56,8 +56,8 @@ _Static_assert(offsetof(struct tbuf, data) ==
                "block header directly before the events");
 
 static int trace_fd = -1;
-static int active;    /* read on every call; set once at start-up */
-static int arp_break; /* PMKIT_ARP_BREAK: 1 seqpoints, 2 releases */
+static int active;         /* read on every call; set once at start-up */
+static uint32_t arp_break; /* PMKIT_ARP_BREAK: the event it breaks, or 0 */
 /* An instrumented module outside this library registered its locations. */
 static _Atomic int program_registered;
 static _Atomic uint64_t seq_next = 1;
@@ -182,7 +182,9 @@ static void trace_init(void) {
   h.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   h.abi_version = PMKIT_ABI_VERSION;
   write_all(&h, sizeof h);
-  arp_break = pmk_opt_choice(PMK_OPT_ARP_BREAK); /* none|seqpoints|releases */
+  arp_break = pmk_opt_is(PMK_OPT_ARP_BREAK, "seqpoints")  ? PMKIT_EV_SEQPOINT
+              : pmk_opt_is(PMK_OPT_ARP_BREAK, "releases") ? PMKIT_EV_RELEASE
+                                                          : 0;
   atexit(at_exit);
   pthread_atfork(NULL, NULL, in_child);
   active = 1;
@@ -439,9 +441,9 @@ void pmk_trace_sync(uint8_t kind, const void *addr, uint64_t val, uint32_t size,
   /* PMKIT_ARP_BREAK, the must-fail control of the explorer's arp model:
    * "seqpoints" records no sequence point, "releases" records every
    * release as volatile, as if the program had been written without. */
-  if (arp_break == 1 && kind == PMKIT_EV_SEQPOINT)
+  if (arp_break == PMKIT_EV_SEQPOINT && kind == PMKIT_EV_SEQPOINT)
     return;
-  if (arp_break == 2 && kind == PMKIT_EV_RELEASE)
+  if (arp_break == PMKIT_EV_RELEASE && kind == PMKIT_EV_RELEASE)
     flags |= PMKIT_SYNC_VOLATILE;
   int ok = size == 1 || size == 2 || size == 4 || size == 8;
   record(kind, addr, val, (uint8_t)(ok ? size : 0), (uint16_t)flags, 0);
