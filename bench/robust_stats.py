@@ -7,7 +7,8 @@ For every workload of bench/suite.json, from an existing build:
 - analysis time, per setting (base, opt, flit): `opt` running internalize, pmkit-annotations and
   pmkit-robust on the linked whole-program bitcode of bench_<name>-robust, minus the same without
   pmkit-robust (median of 5 runs each);
-- code size: non-blank lines of the workload's sources plus the shared driver and bench.h;
+- code size: non-blank lines of the workload's sources plus the shared driver, its pmkit backend
+  and bench.h;
 - static counts: flush and fence sites in the binaries -- calls of pmkit_flush / pmkit_fence /
   pmkit_persist in bench_<name>-hand-adr; clwb, sfence and calls of __pmkit_flush_range in
   bench_<name>-robust, -robust-opt and -robust-flit;
@@ -38,6 +39,10 @@ from pmkit.harness import Progress
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 PASSES = "internalize,pmkit-annotations"
+# The shared files a robust build compiles besides the workload's: the driver, bench.h, and the
+# backend of the hand variants and robust mode (bench/common/CMakeLists.txt: bench_backend pmkit).
+ROBUST_COMMON = ["driver.c", "bench.h", "backend.h", "backend_pmkit.c", "pool.c", "defer.c",
+                 "defer.h"]  # fmt: skip
 # Robust mode's settings and the bench variants built with them.
 SETTINGS = [("base", "robust"), ("opt", "robust-opt"), ("flit", "robust-flit")]
 
@@ -103,7 +108,7 @@ def main() -> int:
         meta = json.loads((BENCH / name / "workload.json").read_text())
         without = opt_seconds(build, bc, PASSES)
         srcs = [p for p in (BENCH / name).iterdir() if p.suffix in (".c", ".h")]
-        srcs += [BENCH / "common" / "driver.c", BENCH / "common" / "bench.h"]
+        srcs += [BENCH / "common" / f for f in ROBUST_COMMON]
         hand = disasm_counts(d / f"bench_{name}-hand-adr", {
             "flush_calls": r"call\s+\S+\s+<pmkit_flush@plt>",
             "fence_calls": r"call\s+\S+\s+<pmkit_fence@plt>",

@@ -6,27 +6,31 @@
  *   BENCH_HAND_ADR    pmkit pool, hand-placed flushes and fences (PM_FLUSH,
  *                     PM_FENCE): what the robust mode is measured against
  *   BENCH_HAND_EADR   the same with flushes compiled out (eADR)
- *   BENCH_PMDK        PMDK libpmemobj transactions (BENCH_TX_*, PM_TX_ADD)
+ *   BENCH_PMDK        PMDK libpmemobj transactions (PM_TX_ADD)
  * and the macros below compile to what that variant needs and to nothing
- * elsewhere. Later modes are build flags too: BENCH_ROBUST strips the hand
- * flushes (the robust pass inserts its own), and since every operation is
- * one call of bench_workload->op from apply() in driver.c, a failure-atomic
- * mode (clobber, ssapp) wraps that call and the counter update in one
- * PMKIT_FASE function there, without touching the workloads: BENCH_CLOBBER
- * (with BENCH_HAND_ADR or BENCH_HAND_EADR) does, for clobber mode's builds,
- * where PM_UNDO is compiled out and the hand flushes inside operations are
- * removed by the pass (those of the driver's own header stay); BENCH_SSAPP
- * (with BENCH_HAND_EADR) does, for ssapp mode's, where in addition locks are
- * PM locks (pmkit_mutex: recovery holds an interrupted operation's locks
- * again) released at once (a resumed operation never undoes what it wrote,
- * so others may build on it), and the scratch buffer is in the pool.
+ * elsewhere; what the driver does differently lives in the variant's backend
+ * (backend.h, one file per variant). Later modes are build flags too:
+ * BENCH_ROBUST strips the hand flushes (the robust pass inserts its own),
+ * and since every operation is one call of bench_workload->op from the
+ * backend's backend_apply, a failure-atomic mode (clobber, ssapp) wraps that
+ * call and the counter update in one PMKIT_FASE function in its backend
+ * (backend_clobber.c, backend_ssapp.c), without touching the workloads:
+ * BENCH_CLOBBER (with BENCH_HAND_ADR or BENCH_HAND_EADR) does, for clobber
+ * mode's builds, where PM_UNDO is compiled out and the hand flushes inside
+ * operations are removed by the pass (those of the driver's own header
+ * stay); BENCH_SSAPP (with BENCH_HAND_EADR) does, for ssapp mode's, where in
+ * addition locks are PM locks (pmkit_mutex: recovery holds an interrupted
+ * operation's locks again) released at once (a resumed operation never
+ * undoes what it wrote, so others may build on it), and the scratch buffer
+ * is in the pool.
  *
  * A workload defines a `struct bench_workload` and BENCH_WORKLOAD(it); the
- * driver (driver.c) parses the command line, creates or opens the pool,
- * loads the keys, runs the threads over the seeded operation stream, counts
- * completed operations persistently, prints one JSON line, and with
- * `--check POOL` recovers the pool and compares what the workload reports
- * against a replay of the stream. See bench/README.md.
+ * driver (driver.c) parses the command line, has the backend create or open
+ * the pool, loads the keys, runs the threads over the seeded operation
+ * stream, counts completed operations persistently, prints one JSON line,
+ * and with `--check POOL` has the backend recover the pool and compares
+ * what the workload reports against a replay of the stream. See
+ * bench/README.md.
  */
 #ifndef PMKIT_BENCH_H
 #define PMKIT_BENCH_H
@@ -70,8 +74,8 @@
 #define PM_PERSIST(p, n) (PM_FLUSH((p), (n)), PM_FENCE())
 
 /* ---- transactions (pmdk) ---------------------------------------------------
- * The driver runs every operation between BENCH_TX_BEGIN and BENCH_TX_END
- * (workloads do not write them). Inside, the pmdk variant must snapshot
+ * The pmdk backend runs every operation in one transaction (workloads do
+ * not begin or end it). Inside, the pmdk variant must snapshot
  * every range of PM it is about to modify with PM_TX_ADD(p, n) -- the
  * other variants ignore it -- and allocates and frees in the transaction. */
 #ifdef BENCH_PMDK
@@ -88,7 +92,7 @@ extern PMEMobjpool *bench_pop;
  * splits, rotations, multi-row transactions). The hand variants save the
  * old bytes in the thread's persistent undo log, durably before it returns;
  * pmdk snapshots the range in the operation's transaction; volatile does
- * nothing. When the operation returns 0 the driver writes back every logged
+ * nothing. When the operation returns 0 the backend writes back every logged
  * range and commits the operation together with its completed-operation
  * counter; when it returns -1, and after a crash, the logged ranges are
  * rolled back before anything else runs. Do not log memory allocated in the
