@@ -974,8 +974,9 @@ def section_robust_analysis(doc: dict, out: Output) -> list[str]:
         "",
         *table(["workload", "hand-adr", *names], dyn, "lr" + "r" * len(names)),
         "",
-        "Source lines: the workload's files plus the shared driver, its pmkit backend and "
-        "bench.h (non-blank). "
+        "Source lines: the workload's files plus "
+        + ", ".join(doc["parameters"].get("common_sources", ["driver.c", "bench.h"]))
+        + " of bench/common (non-blank). "
         "Analysis: the pmkit-robust pass on the linked whole-program bitcode, the median of 5 "
         "`opt` runs minus the same pipeline without it (at the noise level of the measurement "
         "when it is a few milliseconds); opt (all) includes reading and writing the bitcode. "

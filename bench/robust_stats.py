@@ -146,7 +146,7 @@ def main() -> int:
         "workloads",
         "Robust mode's analysis time, code size and the flushes and fences it inserts, against "
         "the hand-placed ones of hand-adr, per workload.",
-        {"repetitions_of_opt": 5, "dynamic_ops": 200},
+        {"repetitions_of_opt": 5, "dynamic_ops": 200, "common_sources": ROBUST_COMMON},
         runs=runs,
     )
     out = results.write(doc, BENCH / "results" / "robust-analysis.json")
