@@ -74,7 +74,8 @@ static void pmdk_close(void) {
 
 static int pmdk_atomically(int (*fn)(void *arg), void *arg, void *snap,
                            size_t n) {
-  int err = 0;
+  /* volatile: set inside TX_BEGIN and read after an abort's longjmp */
+  volatile int err = 0;
   TX_BEGIN(bench_pop) {
     if (n)
       pmemobj_tx_add_range_direct(snap, n);
@@ -111,7 +112,7 @@ void pm_free(void *p) {
 int backend_apply(const struct bench_op *op, unsigned t, uint64_t *done,
                   uint64_t next, void *scratch) {
   void *root = bench_root();
-  int err = 0;
+  volatile int err = 0; /* read after an abort's longjmp (TX_ONABORT) */
   op_begin(t);
   if (bench_workload->notx) { /* Mirror-style: the workload persists */
     if (!(err = bench_workload->op(root, t, op, scratch))) {
