@@ -258,9 +258,10 @@ def c_sources_as_c(args: list[str]) -> list[str]:
 def function_names(arg: str) -> str:
     """The list of an --X-allow=F,G option, checked."""
     flag, names = arg.split("=", 1)
-    if not names or any(not n.strip() for n in names.split(",")):
+    listed = [n.strip() for n in names.split(",")]
+    if not names or not all(listed):
         raise UsageError(f"{flag} needs function names, separated by commas")
-    return names
+    return ",".join(listed)
 
 
 def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
@@ -269,6 +270,7 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
     whole = False
     mode, dry, trace, loads, rest = "none", False, False, False, []
     given: list[tuple[ModeOption, str]] = []  # modes.def options given, with their -mllvm form
+    modes_given: list[str] = []
     by_flag: dict[str, list[ModeOption]] = {}
     for o in table.options:
         by_flag.setdefault(o.flag, []).append(o)
@@ -277,33 +279,44 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         flag, has_value, value = a.partition("=")
         if a == "--whole-program":
             whole = True
-        elif flag in by_flag and (has_value or by_flag[flag][0].kind == "SWITCH"):
+        elif flag == "--whole-program" or (
+            flag in by_flag and by_flag[flag][0].kind == "SWITCH" and has_value
+        ):
+            raise UsageError(f"{flag} takes no value")
+        elif flag in by_flag and not has_value and by_flag[flag][0].kind != "SWITCH":
+            raise UsageError(f"{flag} needs a value: {flag}=...")
+        elif flag in by_flag:
             o = by_flag[flag][0]
+            earlier = next((v for g, v in given if g.flag == flag), None)
             if o.kind == "SWITCH":
-                if has_value:
-                    raise UsageError(f"{flag} takes no value")
-                given.append((o, ""))
+                if earlier is None:
+                    given.append((o, ""))
             elif o.kind == "CHOICE":
                 if value not in o.values:
                     raise UsageError(
                         f"unknown {flag[2:].replace('-', ' ')} '{value}' "
                         f"(choose from {', '.join(o.values)})"
                     )
+                if earlier is not None and earlier != value:
+                    raise UsageError(f"{flag} given twice: {earlier} and {value}")
                 given.append((o, value))
             elif o.kind == "NAMES":
                 given.append((o, function_names(a)))
             else:  # FILE
                 if not os.path.isfile(value):
-                    raise UsageError(f"{flag}: no such file: {value}")
+                    what = "a directory, not a file" if os.path.isdir(value) else "no such file"
+                    raise UsageError(f"{flag}: {what}: {value}")
                 given.append((o, os.path.abspath(value)))
         elif a == "--trace":
             trace = True
         elif a == "--trace-loads":
             loads = True
-        elif a == "--mode":
-            mode = next(it, "")
-        elif a.startswith("--mode="):
-            mode = a.split("=", 1)[1]
+        elif flag == "--mode":
+            m = value if has_value else next(it, "")
+            if modes_given and m != modes_given[-1]:
+                raise UsageError(f"--mode given twice: {modes_given[-1]} and {m}")
+            modes_given.append(m)
+            mode = m
         elif a == "--pmkit-dry-run":
             dry = True
         elif a.startswith("--pmkit-"):
@@ -335,6 +348,8 @@ def build_command(argv: list[str], cxx: bool) -> tuple[list[str], bool]:
         raise UsageError(f"--whole-program needs {need} or --mode={table.whole_program[-1]}")
     # A mode's -mllvm option given to another mode would be parsed and do nothing.
     for a, b in zip(rest, rest[1:], strict=False):
+        if a == "-mllvm" and b.startswith("-pmkit-mode"):
+            raise UsageError(f"give the mode with --mode, not -mllvm {b}")
         owner = option_owner(b) if a == "-mllvm" else None
         if owner and owner != mode:
             raise UsageError(f"{b} is an option of --mode={owner}, not of --mode={mode}")

@@ -417,6 +417,14 @@ bool ClobberInstrumenter::classifyCall(CallBase &CB, Function &Owner,
   // pmkit's allocator journals its own work and PM locks are reset after a
   // crash, so neither is a FASE input; DRAM locks do not survive a crash.
   unsigned E = pmkit::callEffects(N);
+  // pmkit_alloc(pool, n, &pm->field) stores the block's pointer there with a
+  // plain store: a write of the FASE's, logged if it clobbers an input.
+  if ((E & pmkit::CE_OUT_ARG2) && CB.arg_size() >= 3) {
+    Access W{&CB,
+             MemoryLocation(CB.getArgOperand(2), LocationSize::precise(8))};
+    W.Size = ConstantInt::get(I64, 8);
+    Wr.push_back(W);
+  }
   if (E &
       (pmkit::CE_PMKIT_SAFE | pmkit::CE_LOCK_ACQUIRE | pmkit::CE_LOCK_RELEASE |
        pmkit::CE_QUERY | pmkit::CE_THREAD | pmkit::CE_CRASH_POINT))

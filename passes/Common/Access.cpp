@@ -4,6 +4,7 @@
 // or volatile load reads), for robust mode's and arp mode's write-backs.
 
 #include "Common/Access.h"
+#include "Common/CallEffects.h"
 #include "Common/PersistOps.h"
 
 #include "llvm/IR/DataLayout.h"
@@ -77,6 +78,19 @@ PMAccess pmkit::accessOf(Instruction &I, const DataLayout &DL) {
     R.Size = DL.getTypeStoreSize(II->getArgOperand(0)->getType());
     R.A = Align(1);
     R.What = "masked store to PM";
+  }
+  return R;
+}
+
+PMAccess pmkit::outParamAccess(Instruction &I) {
+  PMAccess R;
+  auto *CB = dyn_cast<CallBase>(&I);
+  const Function *G = CB ? CB->getCalledFunction() : nullptr;
+  if (G && CB->arg_size() >= 3 && (callEffects(G->getName()) & CE_OUT_ARG2)) {
+    R.Addr = CB->getArgOperand(2);
+    R.Size = 8;
+    R.A = Align(1);
+    R.What = "pointer stored by the allocator";
   }
   return R;
 }

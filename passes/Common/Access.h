@@ -49,6 +49,10 @@ struct PMAccess {
 // first read); Addr is null for anything else.
 PMAccess accessOf(llvm::Instruction &I, const llvm::DataLayout &DL);
 
+// The pointer a call of an allocator with an out-parameter (CE_OUT_ARG2:
+// pmkit_alloc, pmkit_zalloc) stores through its argument 2, else Addr null.
+PMAccess outParamAccess(llvm::Instruction &I);
+
 } // namespace pmkit
 
 #endif // PMKIT_PASSES_COMMON_ACCESS_H

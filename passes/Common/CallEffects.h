@@ -51,6 +51,9 @@ enum CallEffect : unsigned {
   CE_NO_POINTER = 1u << 12,
   // A crash point: the explorer may crash the program here.
   CE_CRASH_POINT = 1u << 13,
+  // Stores one pointer (8 bytes) through argument 2: an allocator's
+  // out-parameter (pmkit_alloc, pmkit_zalloc), which may be in PM.
+  CE_OUT_ARG2 = 1u << 14,
 };
 
 // The facts of the external function Name, 0 if the table does not know it.

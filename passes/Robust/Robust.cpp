@@ -446,6 +446,8 @@ bool Robustifier::robustify(Function &F) {
   for (Instruction &I : instructions(F)) {
     PMAccess X = accessOf(I, DL);
     if (!X.Addr)
+      X = outParamAccess(I); // pmkit_alloc(pool, n, &pm->field)
+    if (!X.Addr)
       continue;
     if (!PA.mayBePM(X.Addr)) {
       ++NumDRAM;

@@ -60,6 +60,16 @@ def test_help_and_version(run):
         ),
         (["cc", "--mode=robust", "--robust-setting=fast", "x.c"], "unknown robust setting"),
         (["cc", "--mode=robust", "--pm-allocators=/nonexistent", "x.c"], "no such file"),
+        (["cc", "--mode=robust", "--pm-allocators=/tmp", "x.c"], "a directory, not a file"),
+        (["cc", "--mode=clobber", "--clobber-setting", "x.c"], "--clobber-setting needs a value"),
+        (["cc", "--mode=robust", "--strip-existing=1", "x.c"], "takes no value"),
+        (["cc", "--mode=robust", "--whole-program=1", "x.c"], "takes no value"),
+        (["cc", "--mode=clobber", "--mode=robust", "x.c"], "--mode given twice"),
+        (
+            ["cc", "--mode=clobber", "--clobber-setting=clobber", "--clobber-setting=undo", "x.c"],
+            "--clobber-setting given twice",
+        ),
+        (["cc", "--mode=clobber", "-mllvm", "-pmkit-mode=robust", "x.c"], "give the mode with"),
         (["cc"], "no input files"),
     ],
 )
