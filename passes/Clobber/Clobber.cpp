@@ -318,7 +318,7 @@ void ClobberInstrumenter::findFresh(Function &F) {
         FreshObjs.insert(CB);
       continue;
     }
-    if ((N != "pmkit_alloc" && N != "pmkit_zalloc") || CB->arg_size() < 3)
+    if (!(pmkit::callEffects(N) & pmkit::CE_OUT_ARG2) || CB->arg_size() < 3)
       continue;
     auto *Slot =
         dyn_cast<AllocaInst>(CB->getArgOperand(2)->stripPointerCasts());
@@ -333,8 +333,8 @@ void ClobberInstrumenter::findFresh(Function &F) {
         OnlyLoads &= II->isLifetimeStartOrEnd();
       else if (auto *C = dyn_cast<CallBase>(U)) {
         Function *H = C->getCalledFunction();
-        OnlyLoads &= H && (H->getName() == "pmkit_alloc" ||
-                           H->getName() == "pmkit_zalloc");
+        OnlyLoads &=
+            H && (pmkit::callEffects(H->getName()) & pmkit::CE_OUT_ARG2);
       } else
         OnlyLoads = false;
     }

@@ -51,8 +51,9 @@ enum CallEffect : unsigned {
   CE_NO_POINTER = 1u << 12,
   // A crash point: the explorer may crash the program here.
   CE_CRASH_POINT = 1u << 13,
-  // Stores one pointer (8 bytes) through argument 2: an allocator's
-  // out-parameter (pmkit_alloc, pmkit_zalloc), which may be in PM.
+  // An allocator (pool, size, out) that stores the new block's pointer (8
+  // bytes) through argument 2, which may be in PM: pmkit_alloc,
+  // pmkit_zalloc. The size is argument 1.
   CE_OUT_ARG2 = 1u << 14,
 };
 

@@ -94,14 +94,9 @@ bool harmlessExternal(StringRef Name) {
                CE_LOCK_ACQUIRE)) != 0;
 }
 
-// Allocators whose fresh block goes to an out-parameter: index of the size
-// and of the out-parameter. pmkit_zalloc writes back its zeroes itself.
-struct OutAllocator {
-  const char *Name;
-  unsigned SizeArg, OutArg;
-};
-const OutAllocator OutAllocators[] = {{"pmkit_alloc", 1, 2},
-                                      {"pmkit_zalloc", 1, 2}};
+// Allocators whose fresh block goes to an out-parameter are CE_OUT_ARG2
+// (pool, size, out). pmkit_zalloc writes back its zeroes itself.
+enum : unsigned { OutAllocSizeArg = 1, OutAllocOutArg = 2 };
 
 enum ObjSt : uint8_t { NotAlloc, FreshClean, FreshDirty, Escaped, Conflict };
 
@@ -377,13 +372,14 @@ void Planner::findFresh() {
     if (!CB || !CB->getCalledFunction())
       continue;
     Function *Callee = CB->getCalledFunction();
-    for (const OutAllocator &A : OutAllocators) {
-      if (Callee->getName() != A.Name || CB->arg_size() <= A.OutArg)
-        continue;
+    do { // (break: not such an allocation; the call goes on below)
+      if (!(callEffects(Callee->getName()) & CE_OUT_ARG2) ||
+          CB->arg_size() <= OutAllocOutArg)
+        break;
       auto *Slot = dyn_cast<AllocaInst>(
-          CB->getArgOperand(A.OutArg)->stripPointerCasts());
+          CB->getArgOperand(OutAllocOutArg)->stripPointerCasts());
       if (!Slot)
-        continue;
+        break;
       // The slot must hold nothing but this allocator's result.
       bool Ok = true;
       SmallVector<LoadInst *, 4> Loads;
@@ -405,15 +401,15 @@ void Planner::findFresh() {
       }
       for (Use &U : CB->args())
         if (U.get()->stripPointerCasts() == Slot &&
-            U.getOperandNo() != A.OutArg)
+            U.getOperandNo() != OutAllocOutArg)
           Ok = false;
       if (!Ok)
-        continue;
+        break;
       unsigned O = Objs.size();
-      Objs.push_back({CB, Slot, CB->getArgOperand(A.SizeArg)});
+      Objs.push_back({CB, Slot, CB->getArgOperand(OutAllocSizeArg)});
       for (LoadInst *LI : Loads)
         derive(LI, O, true);
-    }
+    } while (false);
     const Summary *RS =
         Callee != F && summarized(Callee) ? summaryOf(Callee) : nullptr;
     if (RS && RS->ReturnsFresh) {
