@@ -1251,7 +1251,7 @@ def section_ssapp_insns(doc: dict, out: Output) -> list[str]:
 
 # Results files named <name>-<date>-<commit>.json (bench/suite.py --name): only the newest of
 # each is reported.
-DATED = ("suite", "robust", "clobber", "ssapp")
+DATED = ("suite", "robust", "clobber", "ssapp", "compare")
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 # ---- wpp ------------------------------------------------------------------------------------
@@ -1696,6 +1696,92 @@ def section_real(doc: dict, out: Output) -> list[str]:
     return lines
 
 
+# ---- compare: one suite from two builds ------------------------------------------------------
+
+
+def apart(a: list[float], b: list[float]) -> bool:
+    """Whether the ranges of two sets of runs do not overlap."""
+    return bool(a and b) and (min(a) > max(b) or max(a) < min(b))
+
+
+def apart_by_chance(n: int) -> float:
+    """The chance that n runs of one build and n of another, drawn from one distribution,
+    have ranges that do not overlap: 2 of the C(2n, n) orders of the 2n values."""
+    return 2 / math.comb(2 * n, n)
+
+
+def section_compare(doc: dict, out: Output) -> list[str]:
+    p = doc["parameters"]
+    against = p["against"]
+    suffix = against["suffix"]
+    before = against["commit"]
+    names, threads = p["axes"]["workload"], p["axes"]["threads"]
+    variants = [v for v in variant_names(doc) if not v.endswith(suffix)]
+    configs = [suite_config(n, t) for n in names for t in threads]
+    summary, cells, series = [], {}, []
+    for v in variants:
+        meds, moved = [], []
+        for c in configs:
+            r = paired_ratio(doc, v, v + suffix, c)
+            if r is None:
+                continue
+            meds.append(r)
+            now, then = run_values(doc, v, c), run_values(doc, v + suffix, c)
+            far = apart(list(now.values()), list(then.values()))
+            cells[v, c["workload"], c["threads"]] = f"**{fmt_ratio(r)}**" if far else fmt_ratio(r)
+            if far:
+                moved.append(f"{c['workload']}/{c['threads']}t {fmt_ratio(r)}")
+        g = geomean(meds)
+        series.append((g, min(meds), max(meds)) if meds else None)
+        summary.append([f"`{v}`", str(len(meds)), fmt_ratio(g),
+                        f"{fmt_ratio(min(meds))}–{fmt_ratio(max(meds))}" if meds else "–",
+                        f"{len(moved)}" + (f": {', '.join(moved)}" if moved else "")])  # fmt: skip
+    rows = [[n, str(t), *(cells.get((v, n, t), "–") for v in variants)]
+            for n in names for t in threads]  # fmt: skip
+    fig = figure_ratio_bars(
+        doc, out, "compare", variants, [("after / before", series)],
+        "throughput after / before",
+        f"Each variant built from {doc['commit'].get('sha', '?')[:10]} against "
+        f"{before.get('sha', '?')[:10]}",
+        spread=f"{p['repetitions']} repetitions: geomean over workloads and thread counts of "
+        "the median per-repetition ratio, whiskers the lowest and highest configuration",
+    )  # fmt: skip
+    n = p["repetitions"]
+    chance = apart_by_chance(n)
+    total = len(cells)
+    return [
+        "## compare: the suite before and after a change",
+        "",
+        doc.get("description", ""),
+        "",
+        *provenance(doc),
+        f"- Before: commit `{before.get('sha', 'unknown')[:12]}`"
+        + (" with uncommitted changes" if before.get("dirty") else "")
+        + f", built in `{against.get('build_dir', '?')}`; each variant's two builds run one "
+        "after the other in every repetition, which goes first alternating",
+        "",
+        f"Per variant: the geometric mean over workloads and thread counts of the median "
+        f"ratio after / before (each repetition's pair measured back to back), the lowest and "
+        f"highest configuration, and the configurations whose {n} runs after and {n} before "
+        f"do not overlap at all. With no change at all, that happens by chance to "
+        f"{chance:.0%} of configurations ({n} runs each): about {chance * total:.0f} of these "
+        f"{total}.",
+        "",
+        *table(
+            ["variant", "configurations", "geomean after / before", "range", "ranges apart"],
+            summary,
+            "lrrrl",
+        ),  # fmt: skip
+        "",
+        "Every configuration: median ratio after / before; in bold where the runs' ranges "
+        "do not overlap.",
+        "",
+        *table(["workload", "threads", *variants], rows, "ll" + "r" * len(variants)),
+        "",
+        *out.figures_md("compare", [fig]),
+    ]
+
+
 SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "alloc": section_alloc,
     "trace": section_trace,
@@ -1716,6 +1802,7 @@ SECTIONS: dict[str, Callable[[dict, Output], list[str]]] = {
     "real-robust": section_real,
     "real-clobber": section_real,
     "real-ssapp": section_real,
+    "compare": section_compare,
 }
 
 

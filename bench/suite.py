@@ -14,8 +14,13 @@ binary stops the run (no results). Loading is not timed, and at full scale it ta
 the run: each persistent variant loads its keys once (--load-only) into a template pool, and
 every run works on a copy of it (the volatile variant loads in DRAM each time).
 
+With --against DIR (a second build, of an earlier commit say), every variant also runs from
+that build, as <variant>@before, each pair next to each other in an order that alternates by
+repetition: the file (--name compare) shows what a change did to every variant's throughput.
+
 Usage: python bench/suite.py [--suite ds|tx|lf|all] [--variants v1,v2] [--threads 1,2]
        [--repeat N] [--scale quick|full] [--seconds S] [--build-dir DIR] [--only NAME]
+       [--against DIR]
 Exit status: 0 success, 1 a run failed, 2 a usage or environment error.
 """
 
@@ -42,6 +47,8 @@ VARIANTS = ["volatile", "hand-adr", "hand-eadr", "pmdk"]
 # clobber mode's settings (lock-based and transactional workloads: --suite ds,tx), each built
 # for ADR and for eADR; ssapp = ssapp mode (the same workloads, eADR), ssapp-compiler = its
 # RISEs ended by compiler barriers instead of sfences.
+# The suffix of a variant run from the --against build.
+BEFORE = "@before"
 MODE_VARIANTS = ["robust", "robust-opt", "robust-flit",
                  "clobber-adr", "clobber-eadr", "undo-adr", "undo-eadr",
                  "ssapp", "ssapp-compiler"]  # fmt: skip
@@ -57,6 +64,9 @@ DESCRIPTIONS = {
     "re-execution) against PMDK transactions, undo logging of every write (the undo setting) "
     "and the hand-written variants, for ADR and eADR, on the lock-based and transactional "
     "workloads of bench/suite.json.",
+    "compare": "Every variant built from two commits and run interleaved: this build's "
+    "binaries against those of an earlier one (<variant>@before), so that the ratio of the two "
+    "shows what the change between them did to throughput.",
     "ssapp": "SSAPP mode (each operation one failure-atomic function, resumed after a crash) "
     "against clobber mode, PMDK transactions, the hand-written variant and volatile, all for "
     "eADR, on the lock-based and transactional workloads of bench/suite.json; with sfences "
@@ -109,7 +119,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     f"{', '.join(MODE_VARIANTS)})")  # fmt: skip
     ap.add_argument(
         "--name", choices=sorted(DESCRIPTIONS), default="suite",
-        help="what the results file is about (its name and report section; default suite)",
+        help="what the results file is about (its name and report section; default suite, "
+        "compare with --against)",
     )  # fmt: skip
     ap.add_argument("--threads", type=int_list, default=[1, 2], metavar="N[,N...]",
                     help="thread counts (default 1,2)")  # fmt: skip
@@ -135,6 +146,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=BENCH.parent / "build",
         metavar="DIR",
         help="the CMake build to take the benchmark binaries from (default build/)",
+    )
+    ap.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help=f"a second CMake build (of an earlier commit): every variant also runs from it, "
+        f"as <variant>{BEFORE}, beside this build's",
     )
     ap.add_argument(
         "--results-dir",
@@ -164,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     return run(ap.parse_args(argv))
 
 
-def run_one(b: Path, sizes: list[str], threads: int, seconds: float, templates: Path,
+def run_one(b: Path, key: str, sizes: list[str], threads: int, seconds: float, templates: Path,
             env: dict, loads: dict) -> tuple[list[str], dict]:  # fmt: skip
-    """One timed run on a fresh pool: a copy of the variant's loaded template (made on first
-    use, not timed), or for volatile a fresh load in DRAM."""
+    """One timed run of binary b on a fresh pool: a copy of the loaded template of variant key
+    (made on first use, not timed), or for volatile a fresh load in DRAM."""
     pool_dir = Path(tempfile.mkdtemp(prefix=f"pmkit-suite-{b.name}-", dir="/dev/shm"))
     cmd = [
         str(b), *sizes, "--threads", str(threads), "--seconds", str(seconds),
@@ -177,10 +195,10 @@ def run_one(b: Path, sizes: list[str], threads: int, seconds: float, templates: 
         if b.name.endswith("-volatile"):
             cmd += ["--pool-dir", str(pool_dir)]
         else:
-            t = templates / f"{b.name}.pool"
+            t = templates / f"{key}.pool"
             if not t.exists():
                 r = harness.run_once([str(b), *sizes, "--pool", str(t), "--load-only"], env, 3600)
-                loads[b.name] = r["load_seconds"]
+                loads[key] = r["load_seconds"]
             shutil.copyfile(t, pool_dir / "run.pool")
             cmd += ["--pool", str(pool_dir / "run.pool")]
         return cmd, harness.run_once(cmd, env, 120 + 20 * seconds)
@@ -199,8 +217,20 @@ def run_suite(args: argparse.Namespace) -> int:
     chosen = workloads(args.suite, args.only)
     if not chosen:
         raise harness.HarnessError("the suite has no workloads yet")
-    build = args.build_dir
-    binaries, files, metas = {}, [], {}
+    # The builds: this one, and --against's (its variants named <variant>@before).
+    builds = {"": args.build_dir}
+    if args.against:
+        if not (args.against / "CMakeCache.txt").exists():
+            raise harness.HarnessError(f"{args.against} is not a CMake build (no CMakeCache.txt)")
+        if args.against.resolve() == args.build_dir.resolve():
+            raise harness.HarnessError("--against names the build being measured")
+        builds[BEFORE] = args.against
+    if args.against and args.name not in ("suite", "compare"):
+        raise harness.HarnessError(f"--against writes a compare file, not --name {args.name}")
+    if args.name == "compare" and not args.against:
+        raise harness.HarnessError("--name compare needs --against DIR, the build to compare to")
+    name_of = "compare" if args.against else args.name
+    binaries, files, metas = {}, {s: [] for s in builds}, {}
     per = {}  # the variants each workload has: clobber mode's need locks (not lock-free)
     for _, name in chosen:
         metas[name] = json.loads((BENCH / name / "workload.json").read_text())
@@ -209,24 +239,35 @@ def run_suite(args: argparse.Namespace) -> int:
             if not (metas[name]["suite"] == "lf" and v.startswith(("clobber", "undo")))
         ]  # fmt: skip
         for v in per[name]:
-            b = build / "bench" / name / f"bench_{name}-{v}"
-            if not b.exists():
-                raise harness.HarnessError(f"{b} is missing: build first (make build)")
-            binaries[name, v] = b
-            files += harness.build_files(b, build)
-    built = harness.fingerprint(files)
+            for suffix, build in builds.items():
+                b = build / "bench" / name / f"bench_{name}-{v}"
+                if not b.exists():
+                    raise harness.HarnessError(f"{b} is missing: build first (make build)")
+                binaries[name, v + suffix] = b
+                files[suffix] += harness.build_files(b, build)
+    built = {s: harness.fingerprint(f) for s, f in files.items()}
+
+    def check_builds() -> None:
+        for s, build in builds.items():
+            harness.check_build(files[s], built[s], build)
+
     env = harness.base_env()
     configs = [(s, n, t) for s, n in chosen for t in args.threads]
-    total = args.repeat * sum(len(args.threads) * len(per[n]) for _, n in chosen)
-    bar = harness.Progress(total, args.name)
+    total = args.repeat * len(builds) * sum(len(args.threads) * len(per[n]) for _, n in chosen)
+    bar = harness.Progress(total, name_of)
     print(
         f"pmkit bench run: {len(chosen)} workload(s) x {len(args.threads)} thread count(s) x "
-        f"{len(variants)} variants x {args.repeat} repetitions = {total} runs of {seconds} s",
+        f"{len(variants)} variants" + (" x 2 builds" if args.against else "")
+        + f" x {args.repeat} repetitions = {total} runs of {seconds} s",
         file=sys.stderr,
-    )
+    )  # fmt: skip
     # The commit the binaries were built from and the machine's load: read before the runs,
     # so that neither a commit made while they run nor their own load is credited to them.
-    rec = results.start(args.name, build)
+    rec = results.start(name_of, args.build_dir)
+    against = {}
+    if args.against:
+        against = {"build_dir": str(args.against.resolve()), "suffix": BEFORE,
+                   "commit": results.build_commit(args.against)}  # fmt: skip
     runs, loads = [], {}
     templates = Path(tempfile.mkdtemp(prefix="pmkit-suite-templates-", dir="/dev/shm"))
     try:
@@ -237,10 +278,13 @@ def run_suite(args: argparse.Namespace) -> int:
                 for ti, threads in enumerate(args.threads):
                     vs = per[name]
                     shift = (rep + ti + wi) % len(vs)
-                    for order, v in enumerate(vs[shift:] + vs[:shift]):
-                        harness.check_build(files, built, build)
+                    # A variant's builds run next to each other, first one then the other.
+                    pair = list(builds) if (rep + ti) % 2 == 0 else list(builds)[::-1]
+                    order_list = [v + s for v in vs[shift:] + vs[:shift] for s in pair]
+                    for order, v in enumerate(order_list):
+                        check_builds()
                         cmd, result = run_one(
-                            binaries[name, v], size_args(metas[name], args.scale), threads,
+                            binaries[name, v], v, size_args(metas[name], args.scale), threads,
                             seconds, templates, env, loads,
                         )  # fmt: skip
                         bar.step(
@@ -256,20 +300,21 @@ def run_suite(args: argparse.Namespace) -> int:
                 t.unlink()
     finally:
         shutil.rmtree(templates, ignore_errors=True)
-    harness.check_build(files, built, build)
+    check_builds()
     medians = []
     for suite, name, threads in configs:
         config = {"workload": name, "threads": threads}
-        for v in per[name]:
+        for v in [v + s for v in per[name] for s in builds]:
             xs = [r["result"][results.SUITE_METRIC["field"]] for r in runs
                   if r["config"] == config and r["variant"] == v]  # fmt: skip
             medians.append({"config": config, "variant": v, "suite": suite, **results.summary(xs)})
     doc = rec.document(
         "runs",
-        DESCRIPTIONS[args.name],
+        DESCRIPTIONS[name_of],
         {
             "suite": args.suite,
-            "variants": [{"name": v} for v in variants],
+            "variants": [{"name": v + s} for v in variants for s in builds],
+            **({"against": against} if against else {}),
             "axes": {"workload": [n for _, n in chosen], "threads": args.threads},
             "metric": results.SUITE_METRIC,
             "repetitions": args.repeat,
@@ -284,7 +329,7 @@ def run_suite(args: argparse.Namespace) -> int:
     )
     out_dir = args.results_dir if args.scale == "full" else args.results_dir / "tmp"
     stamp = rec.started.strftime("%Y%m%d-%H%M%S")
-    out = out_dir / f"{args.name}-{stamp}-{rec.commit.get('sha', 'unknown')[:12]}.json"
+    out = out_dir / f"{name_of}-{stamp}-{rec.commit.get('sha', 'unknown')[:12]}.json"
     results.write(doc, out)
     print(f"pmkit bench run: wrote {out}", file=sys.stderr)
     return 0

@@ -71,8 +71,12 @@ def cpu_info() -> dict:
     }
 
 
-def cmake_cache(build_dir: Path) -> dict:
-    wanted = {"CMAKE_BUILD_TYPE": "build_type", "CMAKE_C_COMPILER": "c_compiler"}
+# What the machine record takes from a build's CMakeCache.txt, under which name.
+CACHE_FIELDS = {"CMAKE_BUILD_TYPE": "build_type", "CMAKE_C_COMPILER": "c_compiler"}
+
+
+def cmake_cache(build_dir: Path, wanted: dict = CACHE_FIELDS) -> dict:
+    """Entries of a build's CMakeCache.txt, renamed by wanted; those it lacks left out."""
     out = {}
     try:
         for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
@@ -98,17 +102,20 @@ def machine_info(build_dir: Path) -> dict:
     return info
 
 
-def git_commit() -> dict:
+def git_commit(source: Path = SOURCE_TREE) -> dict:
+    """The commit checked out in source (this checkout by default), and whether code differs
+    from it."""
+
     def git(*argv: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(SOURCE_TREE), *argv], capture_output=True, text=True, check=True
+            ["git", "-C", str(source), *argv], capture_output=True, text=True, check=True
         ).stdout.strip()
 
     try:
         sha = git("rev-parse", "HEAD")
         changed = git("diff", "HEAD", "--name-only", "--", ".", *NOT_CODE).splitlines()
         diff = subprocess.run(
-            ["git", "-C", str(SOURCE_TREE), "diff", "HEAD", "--", ".", *NOT_CODE],
+            ["git", "-C", str(source), "diff", "HEAD", "--", ".", *NOT_CODE],
             capture_output=True,
             check=True,
         ).stdout
@@ -120,6 +127,13 @@ def git_commit() -> dict:
         info["changed_files"] = changed
         info["diff_sha256"] = hashlib.sha256(diff).hexdigest()
     return info
+
+
+def build_commit(build_dir: Path) -> dict:
+    """The commit of the checkout another CMake build was configured from (its source
+    directory), for a results file that compares two builds."""
+    source = cmake_cache(build_dir, {"CMAKE_HOME_DIRECTORY": "source"}).get("source")
+    return git_commit(Path(source)) if source else {"sha": "unknown", "dirty": None}
 
 
 # ---- writing ----------------------------------------------------------------------------------

@@ -62,6 +62,55 @@ def test_suite_run_and_report(run, tmp_path):
     assert ROOT.exists()
 
 
+@needs_benchmarks
+def test_suite_against_another_build(run, tmp_path):
+    """--against: each variant also runs from a second build, the two next to each other in
+    an order that alternates by repetition; the report's compare section reads the file."""
+    other = tmp_path / "other-build"
+    for v in ("volatile", "hand-eadr"):
+        b = other / "bench" / "hashmap" / f"bench_hashmap-{v}"
+        b.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(BUILD / "bench" / "hashmap" / b.name, b)
+    (other / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={ROOT}\n")
+    results = tmp_path / "results"
+    common = ("bench", "run", "--only", "hashmap", "--scale", "quick", "--repeat", "2",
+              "--threads", "1", "--seconds", "0.05", "--variants", "volatile,hand-eadr",
+              "--results-dir", str(results))  # fmt: skip
+    r = run(*common, "--name", "compare")
+    assert r.returncode == 2 and "--name compare needs --against DIR" in r.stderr
+    r = run(*common, "--against", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and "is not a CMake build" in r.stderr
+    r = run(*common, "--against", str(BUILD))
+    assert r.returncode == 2 and "--against names the build being measured" in r.stderr
+    r = run(*common, "--against", str(other), "--name", "robust")
+    assert r.returncode == 2 and "not --name robust" in r.stderr
+    r = run(*common, "--against", str(other))
+    assert r.returncode == 0, r.stderr
+    (path,) = (results / "tmp").glob("compare-*.json")
+    doc = json.loads(path.read_text())
+    assert doc["benchmark"] == "compare"
+    assert doc["parameters"]["against"]["commit"]["sha"] == doc["commit"]["sha"]
+    names = ["volatile", "volatile@before", "hand-eadr", "hand-eadr@before"]
+    assert [v["name"] for v in doc["parameters"]["variants"]] == names
+    assert {m["variant"] for m in doc["medians"]} == set(names)
+    by_rep = {k: [r["variant"] for r in sorted(doc["runs"], key=lambda r: r["order"])
+                  if r["repetition"] == k] for k in (0, 1)}  # fmt: skip
+    assert by_rep == {
+        0: ["volatile", "volatile@before", "hand-eadr", "hand-eadr@before"],
+        1: ["hand-eadr@before", "hand-eadr", "volatile@before", "volatile"],
+    }
+    # a template pool per build, not one shared
+    assert set(doc["load_seconds"]) == {"hand-eadr", "hand-eadr@before"}
+    out = tmp_path / "docs" / "results.md"
+    r = run("bench", "report", "--results-dir", str(results / "tmp"), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    assert "## compare: the suite before and after a change" in md
+    assert "| `hand-eadr` | 1 |" in md and "| hashmap | 1 |" in md
+    assert "(2 runs each): about 1 of these 2." in md
+    assert (out.parent / "figures" / "compare.png").exists()
+
+
 def arp_results(repetitions: int, dirty: bool) -> dict:
     """A bench/run.py results file of the arp benchmark: scp and eadr on two workloads, eadr
     twice as fast as scp in the first repetition, then 10% faster, then 10% slower."""
