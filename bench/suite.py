@@ -15,8 +15,9 @@ the run: each persistent variant loads its keys once (--load-only) into a templa
 every run works on a copy of it (the volatile variant loads in DRAM each time).
 
 With --against DIR (a second build, of an earlier commit say), every variant also runs from
-that build, as <variant>@before, each pair next to each other in an order that alternates by
-repetition: the file (--name compare) shows what a change did to every variant's throughput.
+that build, as <variant>@before, one variant at a time (a template pool per build), the two
+builds back to back in an order that alternates by repetition: the file (--name compare) shows
+what a change did to every variant's throughput.
 
 Usage: python bench/suite.py [--suite ds|tx|lf|all] [--variants v1,v2] [--threads 1,2]
        [--repeat N] [--scale quick|full] [--seconds S] [--build-dir DIR] [--only NAME]
@@ -272,32 +273,36 @@ def run_suite(args: argparse.Namespace) -> int:
     templates = Path(tempfile.mkdtemp(prefix="pmkit-suite-templates-", dir="/dev/shm"))
     try:
         # One workload at a time, so that only its templates occupy /dev/shm (a loaded pool
-        # at full scale is more than a GiB); the variants are interleaved within it.
+        # at full scale is more than a GiB); the variants are interleaved within it. Against
+        # another build, one variant at a time, its two builds back to back, the order
+        # alternating by repetition and thread count: twice the templates of every variant
+        # would not fit in memory, and what is compared is a variant with itself.
         for wi, (suite, name) in enumerate(chosen):
-            for rep in range(args.repeat):
-                for ti, threads in enumerate(args.threads):
-                    vs = per[name]
-                    shift = (rep + ti + wi) % len(vs)
-                    # A variant's builds run next to each other, first one then the other.
-                    pair = list(builds) if (rep + ti) % 2 == 0 else list(builds)[::-1]
-                    order_list = [v + s for v in vs[shift:] + vs[:shift] for s in pair]
-                    for order, v in enumerate(order_list):
-                        check_builds()
-                        cmd, result = run_one(
-                            binaries[name, v], v, size_args(metas[name], args.scale), threads,
-                            seconds, templates, env, loads,
-                        )  # fmt: skip
-                        bar.step(
-                            f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
-                            f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
-                        )  # fmt: skip
-                        runs.append(
-                            {"repetition": rep, "order": order,
-                             "config": {"workload": name, "threads": threads}, "variant": v,
-                             "suite": suite, "command": cmd[1:], "result": result}
-                        )  # fmt: skip
-            for t in templates.iterdir():
-                t.unlink()
+            groups = [[v] for v in per[name]] if args.against else [per[name]]
+            for vs in groups:
+                for rep in range(args.repeat):
+                    for ti, threads in enumerate(args.threads):
+                        shift = (rep + ti + wi) % len(vs)
+                        pair = list(builds) if (rep + ti) % 2 == 0 else list(builds)[::-1]
+                        order_list = [v + s for v in vs[shift:] + vs[:shift] for s in pair]
+                        for order, v in enumerate(order_list):
+                            check_builds()
+                            cmd, result = run_one(
+                                binaries[name, v], v, size_args(metas[name], args.scale),
+                                threads, seconds, templates, env, loads,
+                            )  # fmt: skip
+                            bar.step(
+                                f"rep {rep + 1}/{args.repeat} {name} threads={threads} {v}: "
+                                f"{result['ops_per_sec'] / 1e6:.3g} Mops/s",
+                            )  # fmt: skip
+                            runs.append(
+                                {"repetition": rep, "order": order,
+                                 "config": {"workload": name, "threads": threads},
+                                 "variant": v, "suite": suite, "command": cmd[1:],
+                                 "result": result}
+                            )  # fmt: skip
+                for t in templates.iterdir():
+                    t.unlink()
     finally:
         shutil.rmtree(templates, ignore_errors=True)
     check_builds()
