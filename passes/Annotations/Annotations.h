@@ -3,8 +3,9 @@
 // Annotations.h -- the pmkit-annotations module pass, which turns the
 // `annotate("pmkit.*")` attributes written through include/pmkit/annotations.h
 // (recorded by clang in @llvm.global.annotations) into string function
-// attributes, so that mode passes ask F.hasFnAttribute(pmkit::AttrFase)
-// instead of decoding the annotation table again; it also marks PM
+// attributes (named in Common/Attributes.h), so that mode passes ask
+// F.hasFnAttribute(pmkit::AttrFase) instead of decoding the annotation table
+// again; it also marks PM
 // allocators noinline (pmkit::keepAllocatorCalls), before the optimizer
 // could inline away the calls the PM analysis recognises. Entry point:
 // pmkit::AnnotationsPass::run. Run it alone with
@@ -14,26 +15,11 @@
 #ifndef PMKIT_PASSES_ANNOTATIONS_H
 #define PMKIT_PASSES_ANNOTATIONS_H
 
+#include "Common/Attributes.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/IR/PassManager.h"
 
 namespace pmkit {
-
-// The function attributes this pass attaches; each equals the annotation
-// string that include/pmkit/annotations.h emits.
-inline constexpr llvm::StringLiteral AttrFase = "pmkit.fase";
-inline constexpr llvm::StringLiteral AttrPMAllocator = "pmkit.pm_allocator";
-inline constexpr llvm::StringLiteral AttrRobustIgnore = "pmkit.robust_ignore";
-// A FASE's volatile buffer parameters: the value lists "in:P:N" and
-// "scratch:P:N" items, comma-separated (parameter P, 1-based, points to the
-// number of bytes held by parameter N), from PMKIT_FASE_IN/_SCRATCH.
-inline constexpr llvm::StringLiteral AttrFaseBufs = "pmkit.fase_bufs";
-// Clobber mode's anchor: a call at a FASE's entry that takes every
-// parameter, so that interprocedural optimisation (IPSCCP, dead-argument
-// elimination) cannot replace what a caller passes with poison before the
-// clobber pass records the arguments. It accesses no memory the program
-// can see; the clobber pass removes it.
-inline constexpr llvm::StringLiteral FaseKeepFn = "__pmkit_fase_keep";
 
 class AnnotationsPass : public llvm::PassInfoMixin<AnnotationsPass> {
 public:

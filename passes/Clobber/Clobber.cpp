@@ -20,8 +20,8 @@
 //     -passes=pmkit-annotations,pmkit-clobber -pmkit-clobber-report -S in.ll
 
 #include "Clobber/Clobber.h"
-#include "Annotations/Annotations.h"
 #include "Common/Access.h"
+#include "Common/Attributes.h"
 #include "Common/CallEffects.h"
 #include "Common/Diagnose.h"
 #include "Common/Fase.h"

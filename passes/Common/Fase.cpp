@@ -3,7 +3,7 @@
 // Fase.cpp -- helpers of the failure-atomic modes' passes (Fase.h).
 
 #include "Common/Fase.h"
-#include "Annotations/Annotations.h"
+#include "Common/Attributes.h"
 #include "Common/CallEffects.h"
 #include "Common/Diagnose.h"
 #include "Common/PersistOps.h"

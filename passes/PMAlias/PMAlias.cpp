@@ -18,7 +18,7 @@
 //     -disable-output in.ll
 
 #include "PMAlias/PMAlias.h"
-#include "Annotations/Annotations.h"
+#include "Common/Attributes.h"
 
 #include "Common/Access.h"
 #include "Common/CallEffects.h"
@@ -437,7 +437,7 @@ void PMAliasSolver::constrainFunction(Function &F) {
   // address is taken is opened when the address reaches unknown code.
   if (!F.hasLocalLinkage())
     open(F);
-  if (F.hasFnAttribute("pmkit.pm_allocator"))
+  if (F.hasFnAttribute(AttrPMAllocator))
     for (Instruction &I : instructions(F))
       if (auto *RI = dyn_cast<ReturnInst>(&I))
         if (Value *RV = RI->getReturnValue())

@@ -16,7 +16,7 @@
 
 #include "Robust/Robust.h"
 
-#include "Annotations/Annotations.h"
+#include "Common/Attributes.h"
 #include "Common/Diagnose.h"
 #include "Common/PersistOps.h"
 #include "PMAlias/PMAlias.h"

@@ -24,7 +24,7 @@
 //     -passes=pmkit-annotations,pmkit-ssapp -pmkit-ssapp-report -S in.ll
 
 #include "SSAPP/SSAPP.h"
-#include "Annotations/Annotations.h"
+#include "Common/Attributes.h"
 #include "Common/CallEffects.h"
 #include "Common/Diagnose.h"
 #include "Common/Fase.h"
