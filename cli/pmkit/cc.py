@@ -99,9 +99,14 @@ def help_text() -> str:
                            "=F,G" if o.kind == "NAMES" else "=FILE" if o.kind == "FILE" else ""),
                  o.help) for o in table.options if o.mode == mode]  # fmt: skip
         if mode in table.whole_program:
-            rows.append(("--whole-program", "analyse the linked program through clang's LTO: "
-                         "compile steps (-c) emit bitcode objects, the link step (lld) runs the "
-                         "pass on the merged program (give it to every step)"))  # fmt: skip
+            like = " (as PMRobust does)" if mode == "robust" else ""
+            rows.append((
+                "--whole-program",
+                f"analyse the linked program{like} through clang's LTO: compile steps (-c) emit "
+                "bitcode objects (static archives of them work), the link step (lld) runs the "
+                "pass on the merged program, which is more precise than one file at a time (give "
+                "it to every step)",
+            ))  # fmt: skip
         if not rows:
             continue
         lines = [f"{mode} mode ({doc}):"]

@@ -19,6 +19,13 @@ def test_help_and_version(run):
         assert run(*sub).returncode == 0
     r = run("cc", "--help")
     assert r.returncode == 0 and "--mode" in r.stdout
+    # each mode's options come from passes/modes.def; --whole-program is said once per mode
+    # that has it, robust's as PMRobust's way
+    text = " ".join(r.stdout.split())
+    for mode in ("robust", "clobber", "ssapp", "arp"):
+        assert f"{mode} mode (docs/modes/{mode}.md):" in r.stdout
+    assert text.count("--whole-program analyse the linked program") == 3
+    assert "(as PMRobust does)" in text and "(static archives of them work)" in text
     assert run("--version").stdout.startswith("pmkit ")
 
 
