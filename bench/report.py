@@ -1250,8 +1250,9 @@ def section_ssapp_insns(doc: dict, out: Output) -> list[str]:
 
 
 # Results files named <name>-<date>-<commit>.json (bench/suite.py --name): only the newest of
-# each is reported.
-DATED = ("suite", "robust", "clobber", "ssapp", "compare")
+# each is reported, but every compare file (each compares other builds or variants).
+DATED = ("suite", "robust", "clobber", "ssapp")
+EVERY = ("compare",)
 
 # Benchmark name -> its section. Add a benchmark's tailored section here.
 # ---- wpp ------------------------------------------------------------------------------------
@@ -1738,8 +1739,10 @@ def section_compare(doc: dict, out: Output) -> list[str]:
                         f"{len(moved)}" + (f": {', '.join(moved)}" if moved else "")])  # fmt: skip
     rows = [[n, str(t), *(cells.get((v, n, t), "–") for v in variants)]
             for n in names for t in threads]  # fmt: skip
+    # One figure per compare file: its name carries the run's date.
+    name = "compare-" + re.sub(r"[^0-9]", "", doc["date"])[:14]
     fig = figure_ratio_bars(
-        doc, out, "compare", variants, [("after / before", series)],
+        doc, out, name, variants, [("after / before", series)],
         "throughput after / before",
         f"Each variant built from {doc['commit'].get('sha', '?')[:10]} against "
         f"{before.get('sha', '?')[:10]}",
@@ -1750,7 +1753,8 @@ def section_compare(doc: dict, out: Output) -> list[str]:
     chance = apart_by_chance(n)
     total = len(cells)
     return [
-        "## compare: the suite before and after a change",
+        f"## compare: {doc['commit'].get('sha', '?')[:10]} against "
+        f"{before.get('sha', '?')[:10]} ({', '.join(variants)})",
         "",
         doc.get("description", ""),
         "",
@@ -1896,9 +1900,13 @@ def run(args: argparse.Namespace) -> int:
         m = re.match(r"([a-z]+)-\d{8}-\d{6}-", q.name)
         if m and m.group(1) in DATED:
             dated[m.group(1)] = q  # sorted by date within a name: the last is the newest
-        else:
+        elif not m or m.group(1) not in EVERY:
             paths.append(q)
-    for path in paths + [dated[n] for n in DATED if n in dated]:
+    every = [
+        q for q in sorted(folder.glob("*.json"))
+        if (m := re.match(r"([a-z]+)-\d{8}-\d{6}-", q.name)) and m.group(1) in EVERY
+    ]  # fmt: skip
+    for path in paths + [dated[n] for n in DATED if n in dated] + every:
         try:
             docs.append(results.load(path))
         except results.ResultsError as e:

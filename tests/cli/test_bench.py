@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -104,10 +105,12 @@ def test_suite_against_another_build(run, tmp_path):
     r = run("bench", "report", "--results-dir", str(results / "tmp"), "--out", str(out))
     assert r.returncode == 0, r.stderr
     md = out.read_text()
-    assert "## compare: the suite before and after a change" in md
+    sha = doc["commit"]["sha"][:10]
+    assert f"## compare: {sha} against {sha} (volatile, hand-eadr)" in md
     assert "| `hand-eadr` | 1 |" in md and "| hashmap | 1 |" in md
     assert "(2 runs each): about 1 of these 2." in md
-    assert (out.parent / "figures" / "compare.png").exists()
+    (fig,) = (out.parent / "figures").glob("compare-*.png")
+    assert fig.name == "compare-" + re.sub(r"[^0-9]", "", doc["date"])[:14] + ".png"
 
 
 def arp_results(repetitions: int, dirty: bool) -> dict:
