@@ -8,14 +8,19 @@
  */
 #include "testutil.h"
 
-int main(void) {
-  const char *path = test_pool_path("alloc-basic");
-  pmkit_pool *p;
-  CHECK_OK(pmkit_pool_create(path, 32 << 20, NULL, &p));
+enum { N = 600 };
+static const char *path;
+static pmkit_pool *p;
+static void *blk[N];
+static size_t sz[N];
+static unsigned char *z;
+static void **root;
+static int filled; /* blocks of 4000 bytes that filled the heap */
 
-  enum { N = 600 };
-  static void *blk[N];
-  static size_t sz[N];
+/* Every size class and large runs: distinct, aligned, writable. */
+static void sizes_and_runs(void) {
+  path = test_pool_path("alloc-basic");
+  CHECK_OK(pmkit_pool_create(path, 32 << 20, NULL, &p));
   for (int i = 0; i < N; i++) {
     sz[i] = i < 500 ? (size_t)(1 + i * 17 % 8192) : (size_t)(9000 + i * 301);
     CHECK_OK(pmkit_alloc(p, sz[i], &blk[i]));
@@ -33,8 +38,10 @@ int main(void) {
   CHECK_OK(pmkit_pool_stat(p, &info));
   CHECK(info.blocks_used == N);
   CHECK(info.chunks_large > 0 && info.chunks_small > 0);
+}
 
-  /* Bad frees. */
+/* Bad and double frees are refused; a freed block comes back. */
+static void bad_frees(void) {
   CHECK_RC(pmkit_free(p, (char *)blk[3] + 1), PMKIT_E_INVAL);
   CHECK_RC(pmkit_free(p, &p), PMKIT_E_INVAL);
   CHECK_OK(pmkit_free(p, blk[3]));
@@ -48,15 +55,18 @@ int main(void) {
   CHECK_OK(pmkit_free(p, blk[N - 1]));
   CHECK_RC(pmkit_free(p, blk[N - 1]), PMKIT_E_INVAL);
   blk[N - 1] = NULL;
+}
 
-  /* zalloc zeroes. */
-  unsigned char *z;
+/* zalloc zeroes. */
+static void zalloc_zeroes(void) {
   CHECK_OK(pmkit_zalloc(p, 300, (void **)&z));
   for (int k = 0; k < 300; k++)
     CHECK(z[k] == 0);
+}
 
-  /* Root and blocks survive a reopen. */
-  void **root;
+/* Root and blocks survive a reopen. */
+static void survives_reopen(void) {
+  void *again;
   CHECK_OK(pmkit_root(p, sizeof(void *) * N, (void **)&root));
   memcpy(root, blk, sizeof blk);
   pmkit_persist(root, sizeof blk);
@@ -70,13 +80,17 @@ int main(void) {
     CHECK(((unsigned char *)root[i])[sz[i] - 1] == (i & 0xff));
   }
   CHECK_OK(pmkit_pool_check(p));
+}
 
-  /* Fill the heap: NOMEM, not a crash; then everything frees. */
+/* Fill the heap: NOMEM, not a crash; then everything frees. */
+static void fill_heap(void) {
   int n = 0;
   static void *more[100000];
+  void *again;
   int r;
   while ((r = pmkit_alloc(p, 4000, &more[n])) == 0)
     n++;
+  filled = n;
   CHECK_RC(r, PMKIT_E_NOMEM);
   CHECK_RC(pmkit_alloc(p, 1 << 30, &again), PMKIT_E_NOMEM);
   CHECK(n > 100);
@@ -85,16 +99,29 @@ int main(void) {
   for (int i = 0; i < N - 1; i++)
     CHECK_OK(pmkit_free(p, root[i]));
   CHECK_OK(pmkit_free(p, z));
+  pmkit_pool_info info;
   CHECK_OK(pmkit_pool_stat(p, &info));
   CHECK(info.blocks_used == 1); /* the root */
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* Empty chunks go back to the heap at the next open. */
+/* Empty chunks go back to the heap at the next open. */
+static void empty_chunks_return(void) {
+  pmkit_pool_info info;
   CHECK_OK(pmkit_pool_open(path, NULL, &p));
   CHECK_OK(pmkit_pool_stat(p, &info));
   CHECK(info.chunks_small == 1 && info.chunks_large == 0);
   CHECK_OK(pmkit_pool_close(p));
+}
+
+int main(void) {
+  TEST_CASE(sizes_and_runs);
+  TEST_CASE(bad_frees);
+  TEST_CASE(zalloc_zeroes);
+  TEST_CASE(survives_reopen);
+  TEST_CASE(fill_heap);
+  TEST_CASE(empty_chunks_return);
   unlink(path);
-  printf("alloc_basic: ok (%d blocks filled the heap)\n", n);
-  return 0;
+  printf("alloc_basic: %d blocks filled the heap\n", filled);
+  return test_summary();
 }

@@ -85,7 +85,8 @@ static pid_t spawn(const char *path, uint64_t seed, uint64_t ops,
 static unsigned checks;
 static uint64_t last_ops;
 
-/* Check the pool; 0 if consistent. Failing is fatal unless `may_fail`. */
+/* Check the pool; 0 if consistent. Failing fails the case unless
+ * `may_fail`. */
 static int verify(const char *path, const char *what, int may_fail) {
   pmkit_pool *p;
   struct hw_root *rt;
@@ -95,8 +96,7 @@ static int verify(const char *path, const char *what, int may_fail) {
   int n = hw_check(p, rt);
   if (n < 0) {
     fprintf(stderr, "after %s: heap inconsistent\n", what);
-    if (!may_fail)
-      exit(1);
+    CHECK(may_fail);
     pmkit_pool_close(p);
     return 1;
   }
@@ -105,11 +105,10 @@ static int verify(const char *path, const char *what, int may_fail) {
     CHECK_OK(pmkit_pool_gc(p, 0, &gs));
     pmkit_pool_info info;
     CHECK_OK(pmkit_pool_stat(p, &info));
-    if (info.blocks_used != (uint64_t)n + 1) {
+    if (info.blocks_used != (uint64_t)n + 1)
       fprintf(stderr, "after gc: %llu blocks live, %d published + root\n",
               (unsigned long long)info.blocks_used, n);
-      exit(1);
-    }
+    CHECK(info.blocks_used == (uint64_t)n + 1);
     CHECK(hw_check(p, rt) == n);
   }
   CHECK_OK(pmkit_pool_close(p));
@@ -122,25 +121,23 @@ static double now(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "child"))
-    return child(argv[2], strtoull(argv[3], NULL, 0),
-                 strtoull(argv[4], NULL, 0));
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
+static size_t selflen; /* of self, the program's path */
+static const char *path;
+
+/* 1. Random kills: a child runs the workload until SIGKILLed after a random
+ * delay; the pool must check out after each. */
+static void random_kills(void) {
   int quick = getenv("PMKIT_TEST_QUICK") != NULL;
   const char *t = getenv("PMKIT_CRASH_TRIALS");
   unsigned trials = t ? (unsigned)atoi(t) : quick ? 300 : 2000;
   const char *s = getenv("PMKIT_CRASH_SECONDS");
   double budget = s ? atof(s) : 120;
 
-  const char *path = test_pool_path("alloc-crash");
+  path = test_pool_path("alloc-crash");
   pmkit_pool *p;
   CHECK_OK(pmkit_pool_create(path, 16 << 20, NULL, &p));
   CHECK_OK(pmkit_pool_close(p));
 
-  /* 1. Random kills. */
   uint64_t rng = 0x9e3779b97f4a7c15ull;
   double t0 = now();
   unsigned done = 0, killed = 0, progressed = 0;
@@ -160,11 +157,10 @@ int main(int argc, char **argv) {
     kill(pid, SIGKILL);
     int st;
     CHECK(waitpid(pid, &st, 0) == pid);
-    if (WIFEXITED(st)) {
+    if (WIFEXITED(st))
       fprintf(stderr, "child exited with %d before the kill\n",
               WEXITSTATUS(st));
-      return 1;
-    }
+    CHECK(!WIFEXITED(st));
     killed++;
     uint64_t before = last_ops;
     verify(path, "a random kill", 0);
@@ -175,8 +171,11 @@ int main(int argc, char **argv) {
          "operations, all consistent (%.1f s)\n",
          done, killed, progressed, now() - t0);
   CHECK(progressed == done);
+}
 
-  /* 2. Every crash point of a fixed stream. */
+/* 2. Every crash point of a fixed stream (on the pool the kills left). */
+static void every_crash_point(void) {
+  int quick = getenv("PMKIT_TEST_QUICK") != NULL;
   const char *report = test_pool_path("alloc-crash-report");
   const uint64_t ops = quick ? 60 : 150;
   int st;
@@ -209,21 +208,39 @@ int main(int argc, char **argv) {
          "consistent\n",
          points, runs, (unsigned long long)stride);
   unlink(path);
+}
 
-  /* 3. The must-fail case: a workload that frees before unpublishing. */
-  snprintf(self + n, sizeof self - (size_t)n, "-buggy");
-  path = test_pool_path("alloc-crash-buggy");
-  CHECK_OK(pmkit_pool_create(path, 16 << 20, NULL, &p));
+/* 3. The must-fail case: a workload that frees before unpublishing. */
+static void must_fail_workload(void) {
+  snprintf(self + selflen, sizeof self - selflen, "-buggy");
+  const char *buggy = test_pool_path("alloc-crash-buggy");
+  pmkit_pool *p;
+  int st;
+  CHECK_OK(pmkit_pool_create(buggy, 16 << 20, NULL, &p));
   CHECK_OK(pmkit_pool_close(p));
   unsigned caught = 0, tried = 0;
   for (uint64_t at = 50; at < 2000 && !caught; at += 7, tried++) {
-    pid = spawn(path, 11, 300, at, NULL, -1);
+    pid_t pid = spawn(buggy, 11, 300, at, NULL, -1);
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-    caught += verify(path, "a buggy run", 1);
+    caught += verify(buggy, "a buggy run", 1);
   }
+  self[selflen] = '\0';
   printf("must-fail workload: caught after %u crash points\n", tried);
   CHECK(caught);
-  unlink(path);
-  printf("alloc_crash: ok (%u checks)\n", checks);
-  return 0;
+  unlink(buggy);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "child"))
+    return child(argv[2], strtoull(argv[3], NULL, 0),
+                 strtoull(argv[4], NULL, 0));
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = '\0';
+  selflen = (size_t)n;
+  TEST_CASE(random_kills);
+  TEST_CASE(every_crash_point);
+  TEST_CASE(must_fail_workload);
+  printf("alloc_crash: %u checks\n", checks);
+  return test_summary();
 }

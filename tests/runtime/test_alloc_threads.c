@@ -65,8 +65,13 @@ static void *consumer(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  const char *path = test_pool_path("alloc-threads");
+static const char *path;
+static int published;                 /* blocks hw_check found */
+static pmkit_pool_info before, after; /* around phase 2 */
+
+/* Four threads run the heapwalk workload; the heap checks out. */
+static void four_workers(void) {
+  path = test_pool_path("alloc-threads");
   CHECK_OK(pmkit_pool_create(path, 64 << 20, NULL, &pool));
   CHECK_OK(pmkit_root(pool, sizeof *root, (void **)&root));
   pthread_t th[THREADS];
@@ -74,10 +79,12 @@ int main(void) {
     CHECK(pthread_create(&th[t], NULL, worker, (void *)t) == 0);
   for (unsigned t = 0; t < THREADS; t++)
     pthread_join(th[t], NULL);
-  int n = hw_check(pool, root);
-  CHECK(n > 0);
+  published = hw_check(pool, root);
+  CHECK(published > 0);
+}
 
-  /* Free another thread's blocks from this one (remote frees). */
+/* Free another thread's blocks from this one (remote frees). */
+static void remote_frees(void) {
   for (unsigned i = 0; i < HW_SLOTS; i += 2)
     if (root->slot[i]) {
       void *b = (void *)root->slot[i];
@@ -86,8 +93,11 @@ int main(void) {
       CHECK_OK(pmkit_free(pool, b));
     }
   CHECK(hw_check(pool, root) >= 0);
+}
 
-  pmkit_pool_info before, after;
+/* Phase 2: every free remote; full chunks come back through the partial
+ * lists. */
+static void producer_consumer(void) {
   CHECK_OK(pmkit_pool_stat(pool, &before));
   pthread_t pr, co;
   CHECK(pthread_create(&pr, NULL, producer, NULL) == 0);
@@ -100,15 +110,25 @@ int main(void) {
   CHECK(after.chunks_small <= before.chunks_small + 16);
   CHECK(hw_check(pool, root) >= 0);
   CHECK_OK(pmkit_pool_close(pool));
+}
 
+/* The heap checks out after a reopen too. */
+static void reopen(void) {
   CHECK_OK(pmkit_pool_open(path, NULL, &pool));
   CHECK_OK(pmkit_root(pool, sizeof *root, (void **)&root));
   CHECK(hw_check(pool, root) >= 0);
   CHECK_OK(pmkit_pool_close(pool));
+}
+
+int main(void) {
+  TEST_CASE(four_workers);
+  TEST_CASE(remote_frees);
+  TEST_CASE(producer_consumer);
+  TEST_CASE(reopen);
   unlink(path);
-  printf("alloc_threads: ok (%d blocks published by %d threads; small chunks "
-         "%llu -> %llu)\n",
-         n, THREADS, (unsigned long long)before.chunks_small,
+  printf("alloc_threads: %d blocks published by %d threads; small chunks "
+         "%llu -> %llu\n",
+         published, THREADS, (unsigned long long)before.chunks_small,
          (unsigned long long)after.chunks_small);
-  return 0;
+  return test_summary();
 }

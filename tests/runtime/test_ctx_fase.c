@@ -35,11 +35,10 @@ static void section(pmkit_pool *p, pmkit_ctx *c, struct root *r) {
   for (int i = 0; i < 3; i++) {
     void *b;
     CHECK_OK(pmkit_alloc(p, sizes[i], &b));
-    if (r->blk[i] && r->blk[i] != b) {
+    if (r->blk[i] && r->blk[i] != b)
       fprintf(stderr, "replay: block %d is %p, the crashed run got %p\n", i, b,
               r->blk[i]);
-      exit(1);
-    }
+    CHECK(!r->blk[i] || r->blk[i] == b);
     r->blk[i] = b;
     pmkit_persist(&r->blk[i], sizeof b);
   }
@@ -143,18 +142,17 @@ static void *other_thread(void *arg) {
   return (void *)(uintptr_t)pmkit_ctx_id(c);
 }
 
-int main(int argc, char **argv) {
-  if (argc == 3 && !strcmp(argv[1], "child"))
-    return child(argv[2]);
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
-  const char *path = test_pool_path("ctx-fase");
-  pmkit_pool *p;
-  pmkit_ctx *c, *c2;
+static char self[4096];
+static const char *path;
+static pmkit_pool *p;
+static pmkit_ctx *c;
+static unsigned long long points; /* crash points of the section */
+static unsigned replays;          /* crashes recovered by replay */
 
-  /* Slots: one per thread, stable, adopt refuses a held one. */
+/* Slots: one per thread, stable, adopt refuses a held one. */
+static void slots(void) {
+  pmkit_ctx *c2;
+  path = test_pool_path("ctx-fase");
   setup(path);
   CHECK_OK(pmkit_pool_open(path, NULL, &p));
   CHECK_OK(pmkit_ctx_get(p, &c));
@@ -170,27 +168,44 @@ int main(int argc, char **argv) {
   CHECK_OK(pmkit_ctx_release(c2));
   pmkit_ctx_ext(c)[PMKIT_EXT_USER] = 0xfeed;
   pmkit_persist(pmkit_ctx_ext(c), 8 * PMKIT_CTX_EXT_WORDS);
+}
 
-  /* Abort releases; commit applies deferred frees; the journal is bounded. */
-  void *b, *keep;
+/* Commit needs a section, begin refuses a second; abort releases the
+ * section's blocks. */
+static void abort_releases(void) {
+  void *b;
   CHECK_RC(pmkit_fase_commit(c), PMKIT_E_STATE);
   CHECK_OK(pmkit_fase_begin(c, 1));
   CHECK_RC(pmkit_fase_begin(c, 1), PMKIT_E_STATE);
   CHECK_OK(pmkit_alloc(p, 100, &b));
   CHECK_OK(pmkit_fase_abort(c));
   CHECK(pmkit_usable_size(p, b) == 0);
+}
+
+/* Commit applies the deferred frees. */
+static void commit_applies_frees(void) {
+  void *keep;
   CHECK_OK(pmkit_alloc(p, 100, &keep));
   CHECK_OK(pmkit_fase_begin(c, 2));
   CHECK_OK(pmkit_free(p, keep));
   CHECK(pmkit_usable_size(p, keep) > 0);
   CHECK_OK(pmkit_fase_commit(c));
   CHECK(pmkit_usable_size(p, keep) == 0);
+}
+
+/* A full journal is an error, not a crash. */
+static void journal_bounded(void) {
+  void *b;
   CHECK_OK(pmkit_fase_begin(c, 3));
   int r = 0;
   for (unsigned i = 0; i <= PMKIT_JOURNAL_MAX && r == 0; i++)
     r = pmkit_alloc(p, 16, &b);
   CHECK_RC(r, PMKIT_E_NOSPC);
   CHECK_OK(pmkit_fase_abort(c));
+}
+
+/* So is a full free list; abort drops the frees. */
+static void frees_bounded(void) {
   void *many[PMKIT_FASE_FREES_MAX + 1];
   for (unsigned i = 0; i <= PMKIT_FASE_FREES_MAX; i++)
     CHECK_OK(pmkit_alloc(p, 16, &many[i]));
@@ -204,6 +219,10 @@ int main(int argc, char **argv) {
     CHECK_OK(pmkit_free(p, many[i]));
   }
   CHECK_OK(pmkit_pool_close(p));
+}
+
+/* After a reopen: the same slot with its extension word, nothing leaked. */
+static void reopen(void) {
   CHECK_OK(pmkit_pool_open(path, NULL, &p));
   CHECK_OK(pmkit_ctx_get(p, &c));
   CHECK(pmkit_ctx_id(c) == 0 && pmkit_ctx_ext(c)[PMKIT_EXT_USER] == 0xfeed);
@@ -211,35 +230,52 @@ int main(int argc, char **argv) {
   CHECK_OK(pmkit_pool_stat(p, &info));
   CHECK(info.blocks_used == 2); /* root + victim: nothing leaked */
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* How many crash points does the section have? */
+/* How many crash points does the section have? */
+static void count_crash_points(void) {
   char report[1100];
   snprintf(report, sizeof report, "%s.report", path);
   setup(path);
   int st = run_child(self, path, "PMKIT_CRASH_REPORT", report);
   CHECK(WIFEXITED(st) && !WEXITSTATUS(st));
   FILE *f = fopen(report, "r");
-  unsigned long long points = 0;
   CHECK(f && fscanf(f, "%llu", &points) == 1);
   fclose(f);
   unlink(report);
   CHECK(recover_and_check(path) == 0);
+}
 
-  /* Crash at each of them, recover, check. */
-  unsigned replays = 0;
+/* Crash at each of them, recover, check. */
+static void crash_at_every_point(void) {
   for (unsigned long long at = 1; at <= points; at++) {
     setup(path);
     char v[32];
     snprintf(v, sizeof v, "%llu", at);
-    st = run_child(self, path, "PMKIT_CRASH_AT", v);
+    int st = run_child(self, path, "PMKIT_CRASH_AT", v);
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == PMKIT_CRASH_EXIT);
     replays += (unsigned)recover_and_check(path);
   }
   CHECK(replays > 0);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "child"))
+    return child(argv[2]);
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = '\0';
+  TEST_CASE(slots);
+  TEST_CASE(abort_releases);
+  TEST_CASE(commit_applies_frees);
+  TEST_CASE(journal_bounded);
+  TEST_CASE(frees_bounded);
+  TEST_CASE(reopen);
+  TEST_CASE(count_crash_points);
+  TEST_CASE(crash_at_every_point);
   unlink(path);
-  printf("ctx_fase: ok (%llu crash points in a section, %u recovered by "
-         "replay)\n",
+  printf("ctx_fase: %llu crash points in a section, %u recovered by replay\n",
          points, replays);
-  return 0;
+  return test_summary();
 }

@@ -56,46 +56,56 @@ static int child(void) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  if (argc == 2 && !strcmp(argv[1], "child"))
-    return child();
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
-  static char out[1 << 20];
+static char out[1 << 20], out2[1 << 20];
 
+/* By default: the adr domain with a real flush. */
+static void adr_by_default(void) {
   const char *e1[] = {"PMKIT_CRASH_AT=1", NULL};
   CHECK(run(e1, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(strstr(out, "domain=adr") && !strstr(out, "flush=none"));
+}
 
+/* PMKIT_DOMAIN=eadr: no flushes. */
+static void eadr_domain(void) {
   const char *e2[] = {"PMKIT_DOMAIN=eadr", "PMKIT_CRASH_AT=1", NULL};
   CHECK(run(e2, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(strstr(out, "domain=eadr flush=none"));
+}
 
+/* PMKIT_FLUSH overrides the CPUID choice... */
+static void flush_override(void) {
   const char *e3[] = {"PMKIT_FLUSH=clflush", "PMKIT_CRASH_AT=1", NULL};
   CHECK(run(e3, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(strstr(out, "flush=clflush"));
+}
 
+/* ...or is refused with a warning. */
+static void bogus_flush_refused(void) {
   const char *e4[] = {"PMKIT_FLUSH=bogus", "PMKIT_CRASH_AT=1", NULL};
   CHECK(run(e4, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(!strstr(out, "flush=bogus"));
+}
 
-  /* The 5th crash point: four fences completed, no fifth. */
+/* The 5th crash point: four fences completed, no fifth. */
+static void crash_at_fifth_point(void) {
   const char *e5[] = {"PMKIT_CRASH_AT=5", NULL};
   CHECK(run(e5, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(strstr(out, "\n4\n") && !strstr(out, "\n5\n"));
+}
 
-  /* A seed gives the same point twice and a different one for another. */
+/* A seed gives the same point twice and a different one for another. */
+static void crash_seed(void) {
   const char *e6[] = {"PMKIT_CRASH_SEED=7", "PMKIT_CRASH_EVERY=50", NULL};
-  static char out2[1 << 20];
   CHECK(run(e6, out, sizeof out) == PMKIT_CRASH_EXIT);
   CHECK(run(e6, out2, sizeof out2) == PMKIT_CRASH_EXIT);
   CHECK(strcmp(out, out2) == 0);
   const char *e7[] = {"PMKIT_CRASH_SEED=8", "PMKIT_CRASH_EVERY=50", NULL};
   CHECK(run(e7, out2, sizeof out2) == PMKIT_CRASH_EXIT);
   CHECK(strcmp(out, out2) != 0);
+}
 
-  /* The report counts every point of a complete run. */
+/* The report counts every point of a complete run. */
+static void crash_report(void) {
   char rep[1100], env[1200];
   snprintf(rep, sizeof rep, "%s", test_pool_path("crash-report"));
   snprintf(env, sizeof env, "PMKIT_CRASH_REPORT=%s", rep);
@@ -106,6 +116,20 @@ int main(int argc, char **argv) {
   CHECK(f && fscanf(f, "%llu", &cnt) == 1 && cnt == 100000);
   fclose(f);
   unlink(rep);
-  printf("flush_domain: ok\n");
-  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "child"))
+    return child();
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  CHECK(n > 0);
+  self[n] = '\0';
+  TEST_CASE(adr_by_default);
+  TEST_CASE(eadr_domain);
+  TEST_CASE(flush_override);
+  TEST_CASE(bogus_flush_refused);
+  TEST_CASE(crash_at_fifth_point);
+  TEST_CASE(crash_seed);
+  TEST_CASE(crash_report);
+  return test_summary();
 }

@@ -18,11 +18,16 @@ struct node {
   char pad[48];
 };
 
-int main(void) {
-  const char *path = test_pool_path("gc");
-  pmkit_pool *p;
+static const char *path;
+static pmkit_pool *p;
+static struct node *root, *a, *b, *big, *x, *y, *byoff, *viaext;
+
+/* Reachable blocks (interior pointer, large block, a context's extension
+ * word) survive; unreachable ones, a cycle included, go; a block referenced
+ * only by an offset survives only with PMKIT_GC_OFFSETS. */
+static void reclaims_unreachable(void) {
+  path = test_pool_path("gc");
   CHECK_OK(pmkit_pool_create(path, 8 << 20, NULL, &p));
-  struct node *root, *a, *b, *big, *x, *y, *byoff, *viaext;
   CHECK_OK(pmkit_root(p, sizeof *root, (void **)&root));
   CHECK_OK(pmkit_zalloc(p, sizeof *a, (void **)&a));
   CHECK_OK(pmkit_zalloc(p, sizeof *b, (void **)&b));
@@ -55,12 +60,15 @@ int main(void) {
   CHECK(pmkit_usable_size(p, a) && pmkit_usable_size(p, b) &&
         pmkit_usable_size(p, big) && pmkit_usable_size(p, viaext));
   CHECK_OK(pmkit_pool_check(p));
+}
 
-  /* gc refuses a pool that check rejects, and frees nothing: a root offset
-   * that is not a block's start (on which gc would have found nothing
-   * reachable and freed every block), a zeroed root offset, a zeroed run
-   * generation. pmkit_root refuses the bad offsets too. The state page:
-   * run_gen, root_off, root_size, root_check at PMK_STATE_OFF (4096). */
+/* gc refuses a pool that check rejects, and frees nothing: a root offset
+ * that is not a block's start (on which gc would have found nothing
+ * reachable and freed every block), a zeroed root offset, a zeroed run
+ * generation. pmkit_root refuses the bad offsets too. The state page:
+ * run_gen, root_off, root_size, root_check at PMK_STATE_OFF (4096). */
+static void refuses_corrupt_pool(void) {
+  pmkit_gc_stats st;
   uint64_t *state = (uint64_t *)((char *)pmkit_pool_base(p) + 4096);
   uint64_t saved[4] = {state[0], state[1], state[2], state[3]};
   void *r2;
@@ -84,12 +92,20 @@ int main(void) {
   CHECK(r2 == root);
   CHECK_OK(pmkit_pool_gc(p, 0, &st));
   CHECK(st.blocks_freed == 0 && st.blocks_live == 5);
-  /* The allocator keeps working after the rebuild. */
+}
+
+/* The allocator keeps working after the rebuild. */
+static void allocator_after_gc(void) {
   void *n;
   CHECK_OK(pmkit_alloc(p, 64, &n));
   CHECK_OK(pmkit_free(p, n));
   CHECK_OK(pmkit_pool_close(p));
+}
+
+int main(void) {
+  TEST_CASE(reclaims_unreachable);
+  TEST_CASE(refuses_corrupt_pool);
+  TEST_CASE(allocator_after_gc);
   unlink(path);
-  printf("gc: ok\n");
-  return 0;
+  return test_summary();
 }

@@ -49,33 +49,43 @@ static void *rw_worker(void *arg) {
   return NULL;
 }
 
-int main(void) {
-  const char *path = test_pool_path("locks");
-  pmkit_pool *p;
+static const char *path;
+static pmkit_pool *p;
+
+/* Mutual exclusion: exact counts from 4 threads. */
+static void mutex_exclusion(void) {
+  path = test_pool_path("locks");
   CHECK_OK(pmkit_pool_create(path, 4 << 20, NULL, &p));
   CHECK_OK(pmkit_root(p, sizeof *rt, (void **)&rt));
-
   pthread_t th[4];
   for (int i = 0; i < 4; i++)
     CHECK(pthread_create(&th[i], NULL, incr, NULL) == 0);
   for (int i = 0; i < 4; i++)
     pthread_join(th[i], NULL);
   CHECK(rt->counter == 4ull * ITERS);
+}
 
+/* Reader-writer exclusion: one writer, three readers, nothing torn. */
+static void rwlock_exclusion(void) {
+  pthread_t th[4];
   for (uintptr_t i = 0; i < 4; i++)
     CHECK(pthread_create(&th[i], NULL, rw_worker, (void *)(uintptr_t)(i < 1)) ==
           0);
   for (int i = 0; i < 4; i++)
     pthread_join(th[i], NULL);
   CHECK(!torn && rt->a == ITERS / 4 && rt->b == rt->a);
+}
 
-  /* Held in this run: trylock reports BUSY. */
+/* Held in this run: trylock reports BUSY. */
+static void held_is_busy(void) {
   pmkit_mutex_lock(&rt->m);
   CHECK_RC(pmkit_mutex_trylock(&rt->m), PMKIT_E_BUSY);
   pmkit_mutex_unlock(&rt->m);
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* A crashed run holding both locks. */
+/* A crashed run holding both locks: the next run acquires them at once. */
+static void reset_after_crash(void) {
   pid_t pid = fork();
   if (pid == 0) {
     pmkit_pool *q;
@@ -98,13 +108,22 @@ int main(void) {
   pmkit_rwlock_rdlock(&rt->rw);
   pmkit_rwlock_unlock(&rt->rw);
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* Locks in DRAM work too. */
+/* Locks in DRAM work too. */
+static void dram_locks(void) {
   static pmkit_mutex dm;
   pmkit_mutex_lock(&dm);
   CHECK_RC(pmkit_mutex_trylock(&dm), PMKIT_E_BUSY);
   pmkit_mutex_unlock(&dm);
+}
+
+int main(void) {
+  TEST_CASE(mutex_exclusion);
+  TEST_CASE(rwlock_exclusion);
+  TEST_CASE(held_is_busy);
+  TEST_CASE(reset_after_crash);
+  TEST_CASE(dram_locks);
   unlink(path);
-  printf("locks: ok\n");
-  return 0;
+  return test_summary();
 }

@@ -46,19 +46,24 @@ static void expect_open(const char *path, const pmkit_pool_opts *o, int want,
   printf("  %-18s %s\n", pmkit_strerror(want), pmkit_errormsg());
 }
 
-int main(void) {
-  const char *a = test_pool_path("errors-a");
-  const char *b = test_pool_path("errors-b");
-  const char *c = test_pool_path("errors-c");
-  pmkit_pool *p, *q;
-  pmkit_pool_opts lay = {.layout = "kv-v1"};
+static const char *a, *b, *c; /* pool paths */
+static pmkit_pool_opts lay = {.layout = "kv-v1"};
+static uintptr_t base; /* where pool a was mapped */
 
+/* Missing, too small (nothing left behind), a base that is not aligned. */
+static void missing_and_too_small(void) {
+  pmkit_pool *p;
   expect_open(a, NULL, PMKIT_E_NOENT, "No such file");
   CHECK_RC(pmkit_pool_create(a, 4096, NULL, &p), PMKIT_E_TOOSMALL);
   CHECK(access(a, F_OK) != 0); /* nothing left behind */
   CHECK_RC(pmkit_pool_create(a, 1 << 30, &(pmkit_pool_opts){.base = 12345}, &p),
            PMKIT_E_INVAL);
+}
 
+/* Existing, already open; pmkit_in_pool and pmkit_pool_of on it. Then
+ * address in use: a pool created at the same fixed address as `a`. */
+static void existing_and_open(void) {
+  pmkit_pool *p, *q;
   CHECK_OK(pmkit_pool_create(a, 4 << 20, &lay, &p));
   CHECK_RC(pmkit_pool_create(a, 4 << 20, NULL, &q), PMKIT_E_EXIST);
   expect_open(a, NULL, PMKIT_E_BUSY, "already open");
@@ -66,26 +71,31 @@ int main(void) {
   CHECK_OK(pmkit_root(p, 64, &root));
   strcpy(root, "hello");
   pmkit_persist(root, 6);
-  uintptr_t base = (uintptr_t)pmkit_pool_base(p);
+  base = (uintptr_t)pmkit_pool_base(p);
   CHECK(pmkit_in_pool(root) && pmkit_in_pool((void *)base));
   CHECK(!pmkit_in_pool((void *)(base + pmkit_pool_size(p))));
   CHECK(!pmkit_in_pool(&p));
   CHECK(pmkit_pool_of(root) == p);
 
-  /* Address in use: a pool created at the same fixed address as `a`. */
   CHECK_RC(pmkit_pool_create(b, 4 << 20, &(pmkit_pool_opts){.base = base}, &q),
            PMKIT_E_ADDRINUSE);
   CHECK(access(b, F_OK) != 0);
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* Same address again, while an ordinary mapping sits there. */
+/* Same address again, while an ordinary mapping sits there. */
+static void address_mapped(void) {
   void *m = mmap((void *)base, 4096, PROT_READ,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   CHECK(m == (void *)base);
   expect_open(a, NULL, PMKIT_E_ADDRINUSE, "already mapped");
   munmap(m, 4096);
+}
 
-  /* Several pools at once, each found by address. */
+/* Several pools at once, each found by address. */
+static void several_pools(void) {
+  pmkit_pool *p, *q;
+  void *root;
   CHECK_OK(pmkit_pool_open(a, &lay, &p));
   CHECK_OK(pmkit_root(p, 64, &root));
   CHECK(strcmp(root, "hello") == 0);
@@ -96,32 +106,43 @@ int main(void) {
   CHECK_OK(pmkit_pool_close(q));
   CHECK(!pmkit_in_pool(x) && pmkit_in_pool(root));
   CHECK_OK(pmkit_pool_close(p));
+}
 
+/* Another layout. */
+static void other_layout(void) {
   expect_open(a, &(pmkit_pool_opts){.layout = "other"}, PMKIT_E_FOREIGN,
               "layout");
+}
 
-  /* Wrong version: bump the version field (offset 8). */
+/* Wrong version: bump the version field (offset 8). */
+static void wrong_version(void) {
   copy_file(a, c);
   uint32_t v = 99;
   poke(c, 8, &v, sizeof v);
   expect_open(c, NULL, PMKIT_E_VERSION, "layout version 99");
   unlink(c);
+}
 
-  /* Corrupt header: flip a byte inside the layout name. */
+/* Corrupt header: flip a byte inside the layout name. */
+static void corrupt_header(void) {
   copy_file(a, c);
   poke(c, 48, "X", 1);
   expect_open(c, NULL, PMKIT_E_CORRUPT, "checksum");
   unlink(c);
+}
 
-  /* Truncated: shorter than the header says, and shorter than a header. */
+/* Truncated: shorter than the header says, and shorter than a header. */
+static void truncated(void) {
   copy_file(a, c);
   CHECK(truncate(c, 1 << 20) == 0);
   expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
   CHECK(truncate(c, 100) == 0);
   expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
   unlink(c);
+}
 
-  /* Foreign: some other file, and an empty one. */
+/* Foreign: some other file, an empty one, a directory. */
+static void foreign_files(void) {
   FILE *f = fopen(c, "w");
   CHECK(f);
   fputs("#!/bin/sh\necho not a pool\n", f);
@@ -132,9 +153,12 @@ int main(void) {
   expect_open(c, NULL, PMKIT_E_TRUNCATED, "truncated");
   unlink(c);
   expect_open("/", NULL, PMKIT_E_IO, "/");
+}
 
-  /* A pool size whose chunk table crosses a 64 KiB step (this one made the
-   * geometry computation loop forever once). */
+/* A pool size whose chunk table crosses a 64 KiB step (this one made the
+ * geometry computation loop forever once); a size that cannot be. */
+static void geometry(void) {
+  pmkit_pool *q;
   CHECK_OK(pmkit_pool_create(c, 939720704, NULL, &q));
   pmkit_pool_info qi;
   CHECK_OK(pmkit_pool_stat(q, &qi));
@@ -142,14 +166,20 @@ int main(void) {
   CHECK_OK(pmkit_pool_close(q));
   unlink(c);
   CHECK_RC(pmkit_pool_create(c, (size_t)-1, NULL, &q), PMKIT_E_INVAL);
+}
 
-  /* A thread that opens, uses and closes a pool, then exits: its exit
-   * handler must not touch the freed pool (ASan checks this). */
+/* A thread that opens, uses and closes a pool, then exits: its exit
+ * handler must not touch the freed pool (ASan checks this). */
+static void thread_exit(void) {
   pthread_t th;
   CHECK(pthread_create(&th, NULL, use_and_close, (void *)b) == 0);
   pthread_join(th, NULL);
+}
 
-  /* Inspection mode does not bump the generation or lock exclusively. */
+/* Inspection mode does not bump the generation or lock exclusively. */
+static void inspection(void) {
+  pmkit_pool *p;
+  void *x, *root;
   CHECK_OK(
       pmkit_pool_open(a, &(pmkit_pool_opts){.flags = PMKIT_POOL_INSPECT}, &p));
   uint64_t g = pmkit_pool_generation(p);
@@ -161,9 +191,11 @@ int main(void) {
   CHECK_OK(pmkit_pool_open(a, NULL, &p));
   CHECK(pmkit_pool_generation(p) == g + 1);
   CHECK_OK(pmkit_pool_close(p));
+}
 
-  /* The error space: codes of their own range, far from -errno (-1 to
-   * -4095), each with a name and an errno. */
+/* The error space: codes of their own range, far from -errno (-1 to
+ * -4095), each with a name and an errno. */
+static void error_space(void) {
   static const int codes[] = {
       PMKIT_E_INVAL,   PMKIT_E_NOENT,     PMKIT_E_EXIST,   PMKIT_E_TRUNCATED,
       PMKIT_E_CORRUPT, PMKIT_E_FOREIGN,   PMKIT_E_VERSION, PMKIT_E_TOOSMALL,
@@ -180,9 +212,13 @@ int main(void) {
   CHECK(pmkit_errno(PMKIT_OK) == 0 && pmkit_errno(7) == 0);
   CHECK(pmkit_errno(-EBADF) == EINVAL); /* no pmkit code */
   CHECK(strcmp(pmkit_strerror(-EBADF), "PMKIT_E_UNKNOWN") == 0);
+}
 
-  /* A call that can fail clears the message on entry; a release keeps an
-   * earlier failure's message unless it fails itself. */
+/* A call that can fail clears the message on entry; a release keeps an
+ * earlier failure's message unless it fails itself. */
+static void error_message(void) {
+  pmkit_pool *p;
+  void *x;
   CHECK_OK(pmkit_pool_open(a, NULL, &p));
   CHECK_RC(pmkit_alloc(p, 8, NULL), PMKIT_E_INVAL);
   CHECK(*pmkit_errormsg());
@@ -194,9 +230,27 @@ int main(void) {
   CHECK_OK(pmkit_free(p, x));
   CHECK_OK(pmkit_pool_close(p));
   CHECK(strcmp(pmkit_errormsg(), was) == 0);
+}
 
+int main(void) {
+  a = test_pool_path("errors-a");
+  b = test_pool_path("errors-b");
+  c = test_pool_path("errors-c");
+  TEST_CASE(missing_and_too_small);
+  TEST_CASE(existing_and_open);
+  TEST_CASE(address_mapped);
+  TEST_CASE(several_pools);
+  TEST_CASE(other_layout);
+  TEST_CASE(wrong_version);
+  TEST_CASE(corrupt_header);
+  TEST_CASE(truncated);
+  TEST_CASE(foreign_files);
+  TEST_CASE(geometry);
+  TEST_CASE(thread_exit);
+  TEST_CASE(inspection);
+  TEST_CASE(error_space);
+  TEST_CASE(error_message);
   unlink(a);
   unlink(b);
-  printf("pool_errors: ok\n");
-  return 0;
+  return test_summary();
 }

@@ -1,13 +1,37 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testutil.h -- the few helpers the runtime tests share: CHECK macros that
- * print the failing expression with pmkit_errormsg() and exit 1, and a
- * scratch directory for pool files (PMKIT_TEST_DIR, else /dev/shm).
+ * print the failing expression with pmkit_errormsg(), a tiny runner of named
+ * cases, and a scratch directory for pool files (PMKIT_TEST_DIR, else
+ * /dev/shm).
+ *
+ * Cases. main runs each concern as a named case and returns the summary:
+ *
+ *   static void bad_frees(void) { CHECK_RC(pmkit_free(p, &p), ...); ... }
+ *   int main(void) {
+ *     TEST_CASE(bad_frees);        // test_run("bad_frees", bad_frees)
+ *     ...
+ *     return test_summary();
+ *   }
+ *
+ * A case is a `static void fn(void)` run under setjmp. A failed CHECK in it
+ * prints its line as always and longjmps out: the case counts as failed and
+ * main goes on with the next one. Each case prints one line when it ends,
+ * "ok NAME" or "FAIL NAME"; test_summary() prints "N cases: P passed, F
+ * failed" (with the failed cases' names in parentheses when F > 0) and
+ * returns the exit status, 0 only if none failed. Outside a case (main's
+ * own set-up, a child mode) and in any process or thread other than the one
+ * running the case (a fork, a worker thread), a failed CHECK exits 1 as
+ * before. A case that fails leaves what it had set up (an open pool, a held
+ * lock) as it was: cases that share state keep it at file scope, and each
+ * case prepares what it needs. Cases do not nest.
  */
 #ifndef PMKIT_TESTUTIL_H
 #define PMKIT_TESTUTIL_H
 
 #include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +40,30 @@
 
 #include "pmkit/pmkit.h"
 
+/* The case in flight (test_run) and the tally (test_summary). */
+static struct {
+  jmp_buf jump;
+  int active; /* inside a case */
+  pid_t pid;  /* the process and thread running it */
+  pthread_t thread;
+  unsigned run, failed;
+  char names[1024]; /* the failed cases, comma separated */
+} test_cases_ __attribute__((unused));
+
+/* A CHECK failed: end the case, or the process outside one. */
+static inline void test_fail_(void) {
+  if (test_cases_.active && test_cases_.pid == getpid() &&
+      pthread_equal(test_cases_.thread, pthread_self()))
+    longjmp(test_cases_.jump, 1);
+  exit(1);
+}
+
 #define CHECK(cond)                                                            \
   do {                                                                         \
     if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s (pmkit: %s)\n", __FILE__,       \
               __LINE__, #cond, pmkit_errormsg());                              \
-      exit(1);                                                                 \
+      test_fail_();                                                            \
     }                                                                          \
   } while (0)
 
@@ -32,11 +74,50 @@
       fprintf(stderr, "%s:%d: %s returned %s, expected %s (pmkit: %s)\n",      \
               __FILE__, __LINE__, #expr, pmkit_strerror(rc_),                  \
               pmkit_strerror(want), pmkit_errormsg());                         \
-      exit(1);                                                                 \
+      test_fail_();                                                            \
     }                                                                          \
   } while (0)
 
 #define CHECK_OK(expr) CHECK_RC(expr, PMKIT_OK)
+
+/* Run fn as the case `name`; 1 if it passed. */
+static inline int test_run(const char *name, void (*fn)(void)) {
+  fflush(NULL); /* nothing buffered twice by a fork in the case */
+  test_cases_.run++;
+  test_cases_.pid = getpid();
+  test_cases_.thread = pthread_self();
+  if (setjmp(test_cases_.jump) == 0) {
+    test_cases_.active = 1;
+    fn();
+    test_cases_.active = 0;
+    printf("ok %s\n", name);
+    fflush(stdout);
+    return 1;
+  }
+  test_cases_.active = 0;
+  test_cases_.failed++;
+  size_t used = strlen(test_cases_.names), room = sizeof test_cases_.names;
+  if (used + strlen(name) + 8 < room)
+    snprintf(test_cases_.names + used, room - used, "%s%s", used ? ", " : "",
+             name);
+  else if (used + 5 < room && !strstr(test_cases_.names, "..."))
+    snprintf(test_cases_.names + used, room - used, ", ...");
+  printf("FAIL %s\n", name);
+  fflush(stdout);
+  return 0;
+}
+#define TEST_CASE(fn) test_run(#fn, fn)
+
+/* Print the tally; the exit status: 0 only if no case failed. */
+static inline int test_summary(void) {
+  printf("%u cases: %u passed, %u failed", test_cases_.run,
+         test_cases_.run - test_cases_.failed, test_cases_.failed);
+  if (test_cases_.failed)
+    printf(" (%s)", test_cases_.names);
+  printf("\n");
+  fflush(stdout);
+  return test_cases_.failed ? 1 : 0;
+}
 
 /* A fresh pool path "<dir>/<name>.<pid>.pool"; any old file is removed. */
 static inline const char *test_pool_path(const char *name) {
