@@ -99,12 +99,14 @@ static __thread struct {
   uintptr_t *wb; /* WB_MAX of them (malloc: the TLS block stays small)   */
   uint64_t seq;
   uint64_t fences0; /* pmk_sfences at the start of the section        */
-  /* The vlog as this thread last wrote it, under log number shadow_seq:
-   * compared against instead of the persistent copy, whose lines the
-   * last write-back may have evicted from the cache. */
+  /* The vlog as this thread last wrote it, under log number shadow_seq,
+   * in the opening of a pool shadow_serial names: compared against instead
+   * of the persistent copy, whose lines the last write-back may have
+   * evicted from the cache. (Another pool, or the same file opened again,
+   * may map its log at the same address with the same log number.) */
   uint64_t *shadow;
   const struct log_blk *shadow_log;
-  uint64_t shadow_seq;
+  uint64_t shadow_seq, shadow_serial;
 } cur;
 
 /* Per-slot counters (a line each), summed by pmkit_clobber_stats. Only the
@@ -142,8 +144,12 @@ int __pmkit_clobber_enter(uint64_t id) {
   if (cur.depth++ || cur.replaying)
     return 0; /* nested: part of the outer FASE */
   cur.fase = lookup(id);
-  if (!cur.fase)
-    fail("not registered", "was the program linked with its pass output?");
+  if (!cur.fase) {
+    char what[64];
+    snprintf(what, sizeof what, "id %#llx not registered",
+             (unsigned long long)id);
+    fail(what, "was the program linked with its pass output?");
+  }
   cur.setting = cur.fase->flags & PMKIT_CLOBBER_UNDO ? KIND_UNDO : KIND_CLOBBER;
   cur.nargs = 0;
   cur.began = 0;
@@ -238,9 +244,12 @@ static uint64_t write_vlog(pmkit_pool *p, uint64_t seq) {
   uint64_t *v = cur.log->vlog, dirty = 0, kinds[KIND_WORDS] = {0};
   if (!cur.shadow && !(cur.shadow = malloc(VLOG_BYTES)))
     fail("no memory", "for the vlog's copy");
-  if (cur.shadow_log != cur.log || cur.shadow_seq != seq) {
-    memcpy(cur.shadow, v, VLOG_BYTES); /* another thread wrote it since */
+  if (cur.shadow_log != cur.log || cur.shadow_seq != seq ||
+      cur.shadow_serial != p->serial) {
+    /* another thread, pool or opening wrote it since */
+    memcpy(cur.shadow, v, VLOG_BYTES);
     cur.shadow_log = cur.log;
+    cur.shadow_serial = p->serial;
   }
   uint64_t at = KIND_WORDS + cur.nargs; /* words */
   for (unsigned i = 0; i < cur.nargs; i++) {
@@ -559,7 +568,8 @@ static int adopt_inflight(pmkit_pool *p, unsigned id, pmkit_ctx **c,
                                          ext[EXT_ARGS], (*c)->pm->seq,
                                          (*l)->vlog, words)) {
     /* A torn begin: ACTIVE persisted without all its words, so before its
-     * fence, and nothing of the FASE can have persisted. */
+     * fence, and nothing of the FASE can have persisted. (A vlog damaged
+     * after a complete begin looks the same: see the test torn_begin.) */
     pmkit_fase_abort(*c);
     pmkit_ctx_release(*c);
     return 0;

@@ -245,8 +245,13 @@ uint64_t *__pmkit_ssapp_enter(uint64_t id, const void *anchor) {
     return cur.frame = cur.last.frame;
   }
   const struct __pmkit_ssapp_fase *f = lookup(id);
-  if (!f)
-    fail("not registered", "was the module built with the pmkit-ssapp pass?");
+  if (!f) {
+    char what[64];
+    snprintf(what, sizeof what, "id %#llx not registered",
+             (unsigned long long)id);
+    cur.fase = NULL; /* the message is not about the thread's last FASE */
+    fail(what, "was the module built with the pmkit-ssapp pass?");
+  }
   cur.fase = f;
   if (cur.pool != p || cur.last.serial != p->serial) {
     pmkit_ctx *c;
