@@ -976,6 +976,13 @@ static void relock(const struct wpp_fd *f, const struct wpp_lock *l) {
 
 int wpp_fd_restore(const char *dir) {
   struct wpp_hdr *h = wpp_hdr;
+  /* A restore marks what it has placed by negating the kind and flips the
+   * marks back at its end; one cut short (killed, out of memory) left some
+   * negative, and skipping them would resume the program without those
+   * pipes and socket pairs. Nothing it placed outlived it: do it all again. */
+  for (uint32_t i = 0; i < h->nfd; i++)
+    if (h->fd[i].kind < 0)
+      h->fd[i].kind = -h->fd[i].kind;
   /* temporaries above the highest number to rebuild, the soft limit raised
    * (within the hard one) if the numbers and the temporaries need it */
   int top = 2;

@@ -884,10 +884,12 @@ static void check_tables(const char *path) {
             h->bump > WPP_HEAP_PAGES || !h->master_prev || !h->master_next;
   for (uint32_t i = 0; !bad && i < h->nfd; i++) {
     struct wpp_fd *f = &h->fd[i];
-    bad = f->num < 0 || f->num >= 65536 ||
+    /* (a kind a restore cut short left negative is restored again) */
+    bad = f->num < 0 || f->num >= 65536 || f->kind <= -WPP_FD_KINDS ||
+          f->kind >= WPP_FD_KINDS ||
           memchr(f->path, 0, sizeof(f->path)) == NULL ||
-          f->addrlen > sizeof(f->addr) ||
-          f->pipe_off + f->pipe_len > WPP_PIPEBUF_MAX || f->nlock < 0 ||
+          f->addrlen > sizeof(f->addr) || f->pipe_len > WPP_PIPEBUF_MAX ||
+          f->pipe_off > WPP_PIPEBUF_MAX - f->pipe_len || f->nlock < 0 ||
           f->nlock > WPP_FD_LOCKS;
   }
   for (uint32_t i = 0; !bad && i < h->nfmap; i++)

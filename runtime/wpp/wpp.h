@@ -86,6 +86,7 @@ enum wpp_fd_kind {
                       socket never connected nor listening: a new one bound
                       to its address (and a datagram one connected to its
                       peer) */
+  WPP_FD_KINDS     /* how many kinds there are */
 };
 
 /* A lock held through an open file (fdinfo "lock:"), taken again at a
