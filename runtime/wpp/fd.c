@@ -524,10 +524,19 @@ void wpp_fd_save(void) {
        * start, wherever it is now (saved = dup(1)); a 0-2 the program
        * pointed elsewhere (dup2(pipe, 1)) is rebuilt like any descriptor */
       f->dup_of = -1;
+      /* 0-2 still on what they were at the start are the new run's own,
+       * even where two of them were one device (a terminal, 2>&1): once 1
+       * and 2 came back as copies of the new run's 0. */
+      if (num <= 2 && st.st_ino == h->stdio_ino[num] &&
+          st.st_dev == h->stdio_dev[num])
+        f->dup_of = num;
+      /* Beyond 2, a pipe, socket or terminal; not a device any open
+       * reaches (/dev/null): that is reopened by its path, with its own
+       * access mode (once it came back as a copy of the new run's 0). */
       for (int k = 0; k < 3 && f->dup_of < 0; k++)
         if (st.st_ino == h->stdio_ino[k] && st.st_dev == h->stdio_dev[k] &&
             (num <= 2 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-             S_ISCHR(st.st_mode)))
+             (S_ISCHR(st.st_mode) && isatty(num))))
           f->dup_of = k;
       if (f->dup_of >= 0) {
         f->kind = WPP_FD_INHERIT;

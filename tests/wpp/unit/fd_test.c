@@ -596,13 +596,13 @@ static void fd_restore_inherit(void) {
   CHECK_EQ(unit_code(unit_in_child(restore_inherit)), 0);
 }
 
-/* ---- known defects ------------------------------------------------------ */
+/* ---- once defects ------------------------------------------------------- */
 
-/* KNOWN: a descriptor the program opened itself on the character device
- * that was its standard input (/dev/null: `< /dev/null`, a service
- * manager's stdin) is classified by inode alone as WPP_FD_INHERIT: after the
- * restore it is a dup of the next run's 0, read-only, and the program's
- * writes to it fail (EBADF). */
+/* A descriptor the program opened itself on the character device that was
+ * its standard input (/dev/null: `< /dev/null`, a service manager's stdin)
+ * is reopened by its path, with its own access mode. Once it was taken by
+ * inode alone for WPP_FD_INHERIT: after the restore a dup of the next run's
+ * 0, read-only, and the program's writes to it failed (EBADF). */
 static void devnull_opened_by_program(void) {
   int z = open("/dev/null", O_RDONLY);
   CHECK_EQ(dup2(z, 0), 0);
@@ -619,17 +619,17 @@ static void devnull_opened_by_program(void) {
   CHECK_EQ(write(w, "x", 1), 1);
 }
 
-static void known_devnull_opened_by_program(void) {
+static void fd_devnull_opened_by_program(void) {
   CHECK_EQ(unit_code(unit_in_child(devnull_opened_by_program)), 0);
 }
 
-/* KNOWN: 0, 1 and 2 are to be the next run's own (wpp.h), but the save
- * records each as WPP_FD_INHERIT of the first of 0-2 on the same inode at
- * the start, and the restore makes it a dup of that one: started on a
- * terminal (0-2 one device), the program comes back with 1 and 2 as dups
- * of the next run's 0 (after `2>&1`, 2 as a dup of the next run's 1).
- * Resumed as `prog </dev/null >out 2>err`, its output goes to /dev/null
- * opened read-only: every write to 1 fails (EBADF). Run in a child (it
+/* 0, 1 and 2 are the next run's own (wpp.h). Once the save recorded each
+ * as WPP_FD_INHERIT of the first of 0-2 on the same inode at the start, and
+ * the restore made it a dup of that one: started on a terminal (0-2 one
+ * device), the program came back with 1 and 2 as dups of the next run's 0
+ * (after `2>&1`, 2 as a dup of the next run's 1). Resumed as
+ * `prog </dev/null >out 2>err`, its output went to /dev/null opened
+ * read-only: every write to 1 failed (EBADF). Run in a child (it
  * changes 0-2), which reports what it saw through a shared page; the parent
  * checks. */
 struct stdio_seen {
@@ -670,7 +670,7 @@ static void stdio_one_device(void *unused) {
   seen->got2 = st.st_ino;
   seen->write1 = syscall(SYS_write, 1, "x", 1);
 }
-static void known_stdio_one_device(void) {
+static void fd_stdio_one_device(void) {
   char err[1024];
   seen = mmap(NULL, sizeof(*seen), PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -721,9 +721,9 @@ static const struct unit_case cases[] = {
     {"fd.restore_sockets", fd_restore_sockets},
     {"fd.restore_inherit", fd_restore_inherit},
     {"fd.restore_after_cut_restore", fd_restore_after_cut_restore},
+    {"fd.devnull_opened_by_program", fd_devnull_opened_by_program},
+    {"fd.stdio_one_device", fd_stdio_one_device},
     {"control.restore_corrupt_offset", control_restore_corrupt_offset},
-    {"known.devnull_opened_by_program", known_devnull_opened_by_program},
-    {"known.stdio_one_device", known_stdio_one_device},
 };
 
 int main(int argc, char **argv) {
