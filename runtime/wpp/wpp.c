@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1225,8 +1226,8 @@ int wpp_clock_nanosleep(int clk, int flags, const struct timespec *req,
         left = r;
       continue;
     }
-    if (e == EINTR && rem)
-      *rem = r;
+    if (e == EINTR && rem && !(flags & TIMER_ABSTIME))
+      *rem = r; /* (an absolute sleep leaves rem alone, as the kernel does) */
     return e;
   }
 }
@@ -1257,13 +1258,33 @@ long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e, long f) {
     /* a blocking write or send the save cut short (the kernel returns what
      * it had sent when a signal comes) sends the rest: natively it would not
      * have returned before it was all sent */
-    if ((nr == SYS_write || nr == SYS_sendto) && r > 0 && r < c &&
-        wpp_hdr->generation != g && !wpp_broken("eintr") &&
-        !(fcntl((int)a, F_GETFL) & O_NONBLOCK)) {
+    int cut = r > 0 && wpp_hdr->generation != g && !wpp_broken("eintr");
+    if (cut && (nr == SYS_write || nr == SYS_sendto || nr == SYS_pwrite64) &&
+        r < c && !(fcntl((int)a, F_GETFL) & O_NONBLOCK)) {
       done += r;
       b += r;
       c -= r;
+      if (nr == SYS_pwrite64)
+        d += r; /* its offset */
       continue;
+    }
+    /* a vector write: the rest of its vector, from a copy (the program's
+     * own is not changed), and a short tail by write */
+    if (cut && nr == SYS_writev && !(fcntl((int)a, F_GETFL) & O_NONBLOCK)) {
+      struct iovec *v = (struct iovec *)b, left[64];
+      long total = 0, n = c < 0 ? 0 : c;
+      for (long i = 0; i < n; i++)
+        total += (long)v[i].iov_len;
+      if (r < total && n <= 64) {
+        long skip = r, k = 0, i = 0;
+        for (; i < n && skip >= (long)v[i].iov_len; i++)
+          skip -= (long)v[i].iov_len;
+        for (; i < n; i++, skip = 0)
+          left[k++] = (struct iovec){(char *)v[i].iov_base + skip,
+                                     v[i].iov_len - (size_t)skip};
+        long more = wpp_syscall_cp(SYS_writev, a, (long)left, k, 0, 0, 0);
+        return r + done + (more > 0 ? more : 0);
+      }
     }
     return done && r < 0 ? done : r + done;
   }

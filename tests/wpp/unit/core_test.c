@@ -853,10 +853,9 @@ static void signals_write_after_restore(void) {
   CHECK_EQ(unit_code(unit_in_child(write_body)), 0);
 }
 
-/* KNOWN: only write and sendto are finished after a restore cut them short;
- * a blocking writev (and sendmsg, pwrite) returns the part the kernel wrote
- * before the save, where natively, with no handler of the program's, it
- * would have written everything. */
+/* A blocking writev a restore cut short writes the rest of its vector, as
+ * natively, with no handler of the program's, it would have. (Once only
+ * write and sendto were finished; pwrite is now too, sendmsg is not.) */
 static void writev_body(void) {
   CHECK_EQ(unit_ctx_map(), 0);
   wpp_on = 1;
@@ -864,13 +863,13 @@ static void writev_body(void) {
   use_writev = 1;
   CHECK_EQ(write_cut(1, WBYTES), WBYTES);
 }
-static void known_writev_cut_short(void) {
+static void signals_writev_after_restore(void) {
   CHECK_EQ(unit_code(unit_in_child(writev_body)), 0);
 }
 
-/* KNOWN: an absolute sleep (TIMER_ABSTIME) a signal interrupts: the kernel
- * leaves rem alone (POSIX: unused), the runtime copies its own
- * uninitialised timespec into it. */
+/* An absolute sleep (TIMER_ABSTIME) a signal interrupts: the kernel leaves
+ * rem alone (POSIX: unused), and so does the runtime (once it copied its own
+ * uninitialised timespec into it). */
 static void abs_sleep_body(void) {
   CHECK_EQ(unit_ctx_map(), 0);
   wpp_on = 1;
@@ -885,7 +884,7 @@ static void abs_sleep_body(void) {
   CHECK_EQ(rem.tv_sec, 7);
   CHECK_EQ(rem.tv_nsec, 7);
 }
-static void known_abs_sleep_rem(void) {
+static void signals_abs_sleep_rem(void) {
   CHECK_EQ(unit_code(unit_in_child(abs_sleep_body)), 0);
 }
 
@@ -957,9 +956,9 @@ static const struct unit_case cases[] = {
     {"signals.read_after_restore", signals_read_after_restore},
     {"signals.write_after_restore", signals_write_after_restore},
     {"signals.sigtimedwait_unblocks_save", signals_sigtimedwait_unblocks_save},
+    {"signals.writev_after_restore", signals_writev_after_restore},
+    {"signals.abs_sleep_rem", signals_abs_sleep_rem},
     {"control.valid_tables_refused", control_valid_tables_refused},
-    {"known.writev_cut_short", known_writev_cut_short},
-    {"known.abs_sleep_rem", known_abs_sleep_rem},
 };
 
 int main(int argc, char **argv) {
