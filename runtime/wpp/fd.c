@@ -533,11 +533,29 @@ void wpp_fd_save(void) {
       /* Beyond 2, a pipe, socket or terminal; not a device any open
        * reaches (/dev/null): that is reopened by its path, with its own
        * access mode (once it came back as a copy of the new run's 0). */
-      for (int k = 0; k < 3 && f->dup_of < 0; k++)
+      int stdio_like = num <= 2 || S_ISFIFO(st.st_mode) ||
+                       S_ISSOCK(st.st_mode) ||
+                       (S_ISCHR(st.st_mode) && isatty(num));
+      /* Which of 0-2 stands in for it: the one it is a dup of, else the
+       * first on its device. A terminal that was 0-2 at once is one open
+       * file, so kcmp cannot tell fd 5 = dup(1) from dup(0): one it can
+       * write to takes the new run's 1 (or 2) first, not its 0, which may
+       * be /dev/null read-only (once every write to it failed, EBADF). */
+      static const int rd_order[3] = {0, 1, 2}, wr_order[3] = {1, 2, 0};
+      const int *order =
+          num > 2 && (fcntl(num, F_GETFL) & O_ACCMODE) != O_RDONLY ? wr_order
+                                                                   : rd_order;
+      for (int o = 0; o < 3 && f->dup_of < 0 && num > 2 && stdio_like; o++) {
+        int k = order[o];
         if (st.st_ino == h->stdio_ino[k] && st.st_dev == h->stdio_dev[k] &&
-            (num <= 2 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-             (S_ISCHR(st.st_mode) && isatty(num))))
+            syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, num, k) == 0)
           f->dup_of = k;
+      }
+      for (int o = 0; o < 3 && f->dup_of < 0 && stdio_like; o++) {
+        int k = order[o];
+        if (st.st_ino == h->stdio_ino[k] && st.st_dev == h->stdio_dev[k])
+          f->dup_of = k;
+      }
       if (f->dup_of >= 0) {
         f->kind = WPP_FD_INHERIT;
         h->nfd++;
@@ -782,17 +800,28 @@ static void rebuild_pipe(struct wpp_fd *f, int i) {
   }
   p[0] = high(p[0]);
   p[1] = high(p[1]);
+  /* The saved bytes are in a read end's record, which need not be f: the
+   * write end may have the lower number (dup2(p[0], 10)). Once only f's
+   * were written back, and such a pipe came back empty without a word. */
+  const struct wpp_fd *rd = f;
+  for (uint32_t j = (uint32_t)i; j < h->nfd; j++)
+    if (h->fd[j].ino == f->ino && h->fd[j].kind == WPP_FD_PIPE_R &&
+        h->fd[j].pipe_len) {
+      rd = &h->fd[j];
+      break;
+    }
   /* as big as it was (F_SETPIPE_SZ), or the saved bytes would not fit */
-  int size = f->pipe_size > (int)f->pipe_len ? f->pipe_size : (int)f->pipe_len;
-  if (size > 0 && fcntl(p[1], F_SETPIPE_SZ, size) < 0 && f->pipe_len)
+  int size =
+      f->pipe_size > (int)rd->pipe_len ? f->pipe_size : (int)rd->pipe_len;
+  if (size > 0 && fcntl(p[1], F_SETPIPE_SZ, size) < 0 && rd->pipe_len)
     wpp_warn("pipe %d: cannot make it %d bytes again: %s", f->num, size,
              strerror(errno));
   fcntl(p[1], F_SETFL, O_NONBLOCK); /* never block the restore */
-  if (f->kind == WPP_FD_PIPE_R && f->pipe_len && !wpp_broken("pipes")) {
+  if (rd->kind == WPP_FD_PIPE_R && rd->pipe_len && !wpp_broken("pipes")) {
     const char *buf =
-        (const char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF + f->pipe_off);
-    if (write(p[1], buf, f->pipe_len) != (ssize_t)f->pipe_len)
-      wpp_warn("pipe %d: saved bytes do not fit back", f->num);
+        (const char *)(uintptr_t)(WPP_BASE + WPP_PIPEBUF_OFF + rd->pipe_off);
+    if (write(p[1], buf, rd->pipe_len) != (ssize_t)rd->pipe_len)
+      wpp_warn("pipe %d: saved bytes do not fit back", rd->num);
   }
   fcntl(p[1], F_SETFL, 0); /* the status flags are the pipe's, shared */
   /* every descriptor of this pipe (both ends, and their dups) is placed
@@ -840,6 +869,10 @@ static void refill(int to, const struct wpp_fd *to_end,
     if (f->type != SOCK_STREAM) {
       memcpy(&l, p, 4);
       p += 4;
+      if (p > end || l > (uint64_t)(end - p)) {
+        wpp_warn("socket pair %d: its saved messages are corrupt", f->num);
+        break;
+      }
     }
     if (send(to, p, l, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)l) {
       wpp_warn("socket pair %d: %ld queued bytes do not fit back: %s", f->num,

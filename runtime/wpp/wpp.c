@@ -886,8 +886,9 @@ static void check_tables(const char *path) {
   for (uint32_t i = 0; !bad && i < h->nfd; i++) {
     struct wpp_fd *f = &h->fd[i];
     /* (a kind a restore cut short left negative is restored again) */
-    bad = f->num < 0 || f->num >= 65536 || f->kind <= -WPP_FD_KINDS ||
-          f->kind >= WPP_FD_KINDS ||
+    bad = f->num < 0 || f->num >= 65536 || f->kind >= WPP_FD_KINDS ||
+          (f->kind < 0 && f->kind != -WPP_FD_PIPE_R &&
+           f->kind != -WPP_FD_PIPE_W && f->kind != -WPP_FD_SOCKPAIR) ||
           memchr(f->path, 0, sizeof(f->path)) == NULL ||
           f->addrlen > sizeof(f->addr) || f->pipe_len > WPP_PIPEBUF_MAX ||
           f->pipe_off > WPP_PIPEBUF_MAX - f->pipe_len || f->nlock < 0 ||
@@ -1268,23 +1269,26 @@ long wpp_syscall_cp(long nr, long a, long b, long c, long d, long e, long f) {
         d += r; /* its offset */
       continue;
     }
-    /* a vector write: the rest of its vector, from a copy (the program's
-     * own is not changed), and a short tail by write */
+    /* a vector write: the rest of its vector, by write (each finished the
+     * same way); the program's vector is not changed */
     if (cut && nr == SYS_writev && !(fcntl((int)a, F_GETFL) & O_NONBLOCK)) {
-      struct iovec *v = (struct iovec *)b, left[64];
-      long total = 0, n = c < 0 ? 0 : c;
-      for (long i = 0; i < n; i++)
-        total += (long)v[i].iov_len;
-      if (r < total && n <= 64) {
-        long skip = r, k = 0, i = 0;
-        for (; i < n && skip >= (long)v[i].iov_len; i++)
+      const struct iovec *v = (const struct iovec *)b;
+      long skip = r, more = 0;
+      for (long i = 0; i < c; i++) {
+        if (skip >= (long)v[i].iov_len) {
           skip -= (long)v[i].iov_len;
-        for (; i < n; i++, skip = 0)
-          left[k++] = (struct iovec){(char *)v[i].iov_base + skip,
-                                     v[i].iov_len - (size_t)skip};
-        long more = wpp_syscall_cp(SYS_writev, a, (long)left, k, 0, 0, 0);
-        return r + done + (more > 0 ? more : 0);
+          continue;
+        }
+        long w = wpp_syscall_cp(SYS_write, a, (long)v[i].iov_base + skip,
+                                (long)v[i].iov_len - skip, 0, 0, 0);
+        if (w < 0)
+          break;
+        more += w;
+        if (w < (long)v[i].iov_len - skip)
+          break; /* (a short write not made by a save) */
+        skip = 0;
       }
+      return r + done + more;
     }
     return done && r < 0 ? done : r + done;
   }

@@ -239,11 +239,13 @@ TABLE_CASE(epoll_fd, h->epoll[0].fd = -1)
 /* Must-fail control: the valid tables, expected to be refused. */
 static void control_valid_tables_refused(void) { tables(NULL, 1, __LINE__); }
 
-/* A kind out of range either way is refused (a negative one within range
- * is what a restore cut short leaves: the next restore does it again, see
- * fd_test's fd.restore_after_cut_restore). Once a corrupt kind passed. */
+/* A kind out of range is refused, and a negative one but a pipe end's or a
+ * socket pair's (what a restore cut short leaves: the next restore does it
+ * again, see fd_test's fd.restore_after_cut_restore). Once a corrupt kind
+ * passed. */
 TABLE_CASE(kind_too_high, h->fd[4].kind = WPP_FD_KINDS)
 TABLE_CASE(kind_too_low, h->fd[4].kind = -WPP_FD_KINDS)
+TABLE_CASE(kind_negative_file, h->fd[4].kind = -WPP_FD_FILE)
 static void corrupt_cut_restore_kind(struct wpp_hdr *h) {
   h->fd[4].kind = -WPP_FD_PIPE_R;
 }
@@ -936,6 +938,7 @@ static const struct unit_case cases[] = {
     {"restart.tables_epoll_fd", restart_tables_epoll_fd},
     {"restart.tables_kind_too_high", restart_tables_kind_too_high},
     {"restart.tables_kind_too_low", restart_tables_kind_too_low},
+    {"restart.tables_kind_negative_file", restart_tables_kind_negative_file},
     {"restart.tables_cut_restore_kind", restart_tables_cut_restore_kind},
     {"restart.tables_pipe_off_wraps", restart_tables_pipe_off_wraps},
     {"restart.state_names", restart_state_names},

@@ -708,6 +708,86 @@ static void fd_restore_after_cut_restore(void) {
   CHECK_EQ(rec(p[0])->kind, WPP_FD_PIPE_R);
 }
 
+/* A pipe whose write end has the lower number (dup2(p[0], 10)): its
+ * unread bytes, saved in the read end's record, come back. Once only the
+ * first end's record was written back, and such a pipe came back empty. */
+static void fd_pipe_write_end_first(void) {
+  int p[2];
+  CHECK_EQ(pipe(p), 0); /* 3, 4 */
+  CHECK_EQ(write(p[1], "hello", 5), 5);
+  CHECK_EQ(dup2(p[0], 10), 10);
+  CHECK_EQ(close(p[0]), 0); /* the write end (4) now comes first */
+  save_and_close();
+  CHECK_EQ(rec(10)->pipe_len, 5);
+  restore_and_compare();
+  char b[8] = {0};
+  CHECK_EQ(fcntl(10, F_SETFL, O_NONBLOCK), 0);
+  CHECK_EQ(read(10, b, sizeof b), 5);
+  CHECK_STR(b, "hello");
+}
+
+/* On a terminal that was 0, 1 and 2 at once, the program's fd 5 = dup(1)
+ * comes back as a copy of the next run's 1, not of its 0. Run in a child
+ * (it changes 0-2) on a pseudo-terminal, which reports what it saw through
+ * a shared page (its 0-2 are not the test's); the parent checks. */
+struct tty_seen {
+  int step, kind, dup_of, restored, same_as_1;
+  long wrote;
+};
+static struct tty_seen *tseen;
+static void tty_dup_body(void *unused) {
+  (void)unused;
+  int m = posix_openpt(O_RDWR | O_NOCTTY);
+  if (m < 0 || grantpt(m) || unlockpt(m))
+    unit_exit(3);
+  int t = open(ptsname(m), O_RDWR | O_NOCTTY);
+  if (t < 0)
+    unit_exit(4);
+  for (int k = 0; k < 3; k++)
+    dup2(t, k);
+  close(t);
+  tseen->step = 1;
+  wpp_stdio_note();
+  int d = fcntl(1, F_DUPFD, 5);
+  wpp_fd_save();
+  tseen->step = 2;
+  for (uint32_t i = 0; i < wpp_hdr->nfd; i++)
+    if (wpp_hdr->fd[i].num == d) {
+      tseen->kind = wpp_hdr->fd[i].kind;
+      tseen->dup_of = wpp_hdr->fd[i].dup_of;
+    }
+  int in = open("/dev/null", O_RDONLY), out[2];
+  if (in < 0 || pipe(out))
+    unit_exit(5);
+  dup2(in, 0); /* the next run: prog </dev/null | ... */
+  dup2(out[1], 1);
+  close(d);
+  tseen->restored = wpp_fd_restore(unit_dir);
+  tseen->step = 3;
+  tseen->same_as_1 =
+      (int)syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, d, 1);
+  tseen->wrote = syscall(SYS_write, d, "x", 1);
+  close(m);
+}
+static void fd_tty_dup_above_2(void) {
+  char err[1024];
+  tseen = mmap(NULL, sizeof(*tseen), PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(tseen != MAP_FAILED);
+  memset(tseen, 0xff, sizeof(*tseen));
+  tseen->step = 0;
+  int st = unit_child(tty_dup_body, NULL, err, sizeof(err));
+  struct tty_seen o = *tseen;
+  munmap(tseen, sizeof(*tseen));
+  CHECK_EQ(unit_code(st), 0);
+  CHECK_EQ(o.step, 3);
+  CHECK_EQ(o.kind, WPP_FD_INHERIT);
+  CHECK_EQ(o.dup_of, 1);
+  CHECK_EQ(o.restored, 0);
+  CHECK_EQ(o.same_as_1, 0);
+  CHECK_EQ(o.wrote, 1);
+}
+
 static const struct unit_case cases[] = {
     {"fd.file_records", fd_file_records},
     {"fd.pipe_records", fd_pipe_records},
@@ -723,6 +803,8 @@ static const struct unit_case cases[] = {
     {"fd.restore_after_cut_restore", fd_restore_after_cut_restore},
     {"fd.devnull_opened_by_program", fd_devnull_opened_by_program},
     {"fd.stdio_one_device", fd_stdio_one_device},
+    {"fd.pipe_write_end_first", fd_pipe_write_end_first},
+    {"fd.tty_dup_above_2", fd_tty_dup_above_2},
     {"control.restore_corrupt_offset", control_restore_corrupt_offset},
 };
 
