@@ -14,6 +14,12 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include "llvm/ADT/SmallVector.h"
+
+namespace llvm {
+class CallBase;
+} // namespace llvm
+
 namespace pmkit {
 
 enum CallEffect : unsigned {
@@ -55,6 +61,13 @@ enum CallEffect : unsigned {
   // bytes) through argument 2, which may be in PM: pmkit_alloc,
   // pmkit_zalloc. The size is argument 1.
   CE_OUT_ARG2 = 1u << 14,
+  // printf-like: bits 15-17 hold 1 + the index of the format argument
+  // (formatAt). A "%n" in it stores the number of characters written so
+  // far, an int, through a later argument (formatStores).
+  CE_FORMAT_MASK = 7u << 15,
+  // Stores through argument 1 a pointer into what argument 0 points to, and
+  // no other pointer anywhere (strtol's *endptr).
+  CE_END_POINTER = 1u << 18,
 };
 
 // The facts of the external function Name, 0 if the table does not know it.
@@ -64,6 +77,21 @@ unsigned callEffects(llvm::StringRef Name);
 inline int writtenArgument(unsigned Effects) {
   return (Effects & CE_WRITES_ARG0) ? 0 : (Effects & CE_WRITES_ARG1) ? 1 : -1;
 }
+
+// The fact "printf-like, its format is argument I" (I at most 6).
+constexpr unsigned formatAt(unsigned I) { return (I + 1) << 15; }
+
+// The argument holding a printf-like call's format, else -1.
+inline int formatArgument(unsigned Effects) {
+  return (int)((Effects & CE_FORMAT_MASK) >> 15) - 1;
+}
+
+// The arguments of the printf-like call CB (Effects are its callee's) that
+// its format stores through (%n, %hn, "%2$n", ...), in Out. False when the
+// format is not a constant string: then any argument after it may be one.
+// True with Out empty for a call with no format fact.
+bool formatStores(const llvm::CallBase &CB, unsigned Effects,
+                  llvm::SmallVectorImpl<unsigned> &Out);
 
 } // namespace pmkit
 

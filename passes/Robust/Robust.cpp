@@ -296,6 +296,32 @@ void Robustifier::warnUnmodeled(Function &F) {
     default:
       break;
     }
+    // printf's %n stores an int through an argument: warned about where
+    // the format's %n targets (any argument after a format that is not a
+    // constant) may be PM. The arguments behind a va_list are not followed.
+    if (unsigned E = Callee->getIntrinsicID() == Intrinsic::not_intrinsic
+                         ? callEffects(Callee->getName())
+                         : 0;
+        formatArgument(E) >= 0 && !Callee->getName().startswith("v") &&
+        !Callee->getName().startswith("__v")) {
+      SmallVector<unsigned, 2> Targets;
+      if (!formatStores(*CB, E, Targets))
+        for (unsigned K = formatArgument(E) + 1; K < CB->arg_size(); ++K)
+          Targets.push_back(K);
+      for (unsigned K : Targets)
+        if (K < CB->arg_size() &&
+            CB->getArgOperand(K)->getType()->isPointerTy() &&
+            PA.mayBePM(CB->getArgOperand(K))) {
+          pmkit::diagnoseAt(
+              I,
+              Twine(DEBUG_TYPE) + ": " + displayName(*Callee) +
+                  "'s format may store through an argument that may be PM "
+                  "(a %n conversion, or a format that is not a constant "
+                  "string): that write is not written back",
+              DS_Warning);
+          break;
+        }
+    }
     // (A scatter's vector of addresses: warned about whatever it points to.)
     if (!Dst || (Dst->getType()->isPointerTy() && !PA.mayBePM(Dst)))
       continue;
