@@ -1895,17 +1895,15 @@ def run(args: argparse.Namespace) -> int:
     docs = []
     # Dated files (<name>-<date>-<commit>.json, from bench/suite.py): the newest of each name.
     dated: dict[str, Path] = {}
-    paths = []
+    paths, every = [], []
     for q in sorted(folder.glob("*.json")):
         m = re.match(r"([a-z]+)-\d{8}-\d{6}-", q.name)
         if m and m.group(1) in DATED:
             dated[m.group(1)] = q  # sorted by date within a name: the last is the newest
-        elif not m or m.group(1) not in EVERY:
+        elif m and m.group(1) in EVERY:
+            every.append(q)
+        else:
             paths.append(q)
-    every = [
-        q for q in sorted(folder.glob("*.json"))
-        if (m := re.match(r"([a-z]+)-\d{8}-\d{6}-", q.name)) and m.group(1) in EVERY
-    ]  # fmt: skip
     for path in paths + [dated[n] for n in DATED if n in dated] + every:
         try:
             docs.append(results.load(path))

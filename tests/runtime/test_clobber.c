@@ -229,7 +229,6 @@ __attribute__((constructor)) static void register_fases(void) {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char self[4096];
 static const char *path;
 
 /* A base address for pools that must share one (64 KiB aligned, inside
@@ -262,18 +261,8 @@ static int run_child(const char *scenario, int where, const char *var,
                      const char *val) {
   char w[16];
   snprintf(w, sizeof w, "%d", where);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    if (var)
-      setenv(var, val, 1);
-    execl(self, self, "child", path, scenario, w, (char *)NULL);
-    _exit(127);
-  }
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid);
-  return st;
+  return test_run_self(var, val,
+                       (const char *[]){"child", path, scenario, w, NULL});
 }
 
 static int child(const char *pool, const char *scenario, int where) {
@@ -328,34 +317,6 @@ static void crash_mid_fase(const char *scenario, int where) {
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == PMKIT_CRASH_EXIT);
 }
 
-/* Run fn in a child whose stderr is captured: its wait status and what it
- * printed. For calls that stop the program. */
-static int run_stopping(void (*fn)(void), char *out, size_t n) {
-  int fd[2];
-  CHECK(pipe(fd) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none); /* no core file for the abort */
-    dup2(fd[1], 2);
-    fn();
-    _exit(0);
-  }
-  close(fd[1]);
-  size_t got = 0;
-  ssize_t k;
-  while (got < n - 1 && (k = read(fd[0], out + got, n - 1 - got)) > 0)
-    got += (size_t)k;
-  out[got] = '\0';
-  close(fd[0]);
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid);
-  return st;
-}
-
-/* Stats now minus *before. */
 static pmkit_clobber_stats delta(const pmkit_clobber_stats *before) {
   pmkit_clobber_stats now, d;
   CHECK_OK(pmkit_clobber_stats_get(&now));
@@ -790,13 +751,13 @@ static void volatile_pointer(void) {
 /* Misuse stops the program (abort) with a message naming what. */
 static void misuse_stops(void) {
   char out[1024];
-  int st = run_stopping(exit_without_enter, out, sizeof out);
+  int st = test_run_stopping(exit_without_enter, out, sizeof out);
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
   CHECK(strstr(out, "pmkit clobber: FASE ?: exit without entry"));
-  st = run_stopping(enter_unregistered, out, sizeof out);
+  st = test_run_stopping(enter_unregistered, out, sizeof out);
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
   CHECK(strstr(out, "pmkit clobber: FASE ?: id 0x3039 not registered"));
-  st = run_stopping(volatile_pointer, out, sizeof out);
+  st = test_run_stopping(volatile_pointer, out, sizeof out);
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
   CHECK(strstr(out, "FASE transfer: cannot be re-executed") &&
         strstr(out, "argument 1 points to volatile memory"));
@@ -805,9 +766,6 @@ static void misuse_stops(void) {
 int main(int argc, char **argv) {
   if (argc == 5 && !strcmp(argv[1], "child"))
     return child(argv[2], argv[3], atoi(argv[4]));
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
   path = test_pool_path("clobber");
   TEST_CASE(log_records);
   TEST_CASE(nesting);

@@ -122,27 +122,12 @@ static int recover_and_check(const char *path) {
   return replayed;
 }
 
-/* Run this program's child mode with one variable set; its wait status. */
-static int run_child(const char *self, const char *path, const char *var,
-                     const char *val) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv(var, val, 1);
-    execl(self, self, "child", path, (char *)NULL);
-    _exit(127);
-  }
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid);
-  return st;
-}
-
 static void *other_thread(void *arg) {
   pmkit_ctx *c;
   CHECK_OK(pmkit_ctx_get(arg, &c));
   return (void *)(uintptr_t)pmkit_ctx_id(c);
 }
 
-static char self[4096];
 static const char *path;
 static pmkit_pool *p;
 static pmkit_ctx *c;
@@ -237,7 +222,8 @@ static void count_crash_points(void) {
   char report[1100];
   snprintf(report, sizeof report, "%s.report", path);
   setup(path);
-  int st = run_child(self, path, "PMKIT_CRASH_REPORT", report);
+  int st = test_run_self("PMKIT_CRASH_REPORT", report,
+                         (const char *[]){"child", path, NULL});
   CHECK(WIFEXITED(st) && !WEXITSTATUS(st));
   FILE *f = fopen(report, "r");
   CHECK(f && fscanf(f, "%llu", &points) == 1);
@@ -252,7 +238,8 @@ static void crash_at_every_point(void) {
     setup(path);
     char v[32];
     snprintf(v, sizeof v, "%llu", at);
-    int st = run_child(self, path, "PMKIT_CRASH_AT", v);
+    int st = test_run_self("PMKIT_CRASH_AT", v,
+                           (const char *[]){"child", path, NULL});
     CHECK(WIFEXITED(st));
     CHECK(WEXITSTATUS(st) == PMKIT_CRASH_EXIT);
     replays += (unsigned)recover_and_check(path);
@@ -263,9 +250,6 @@ static void crash_at_every_point(void) {
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "child"))
     return child(argv[2]);
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
   TEST_CASE(slots);
   TEST_CASE(abort_releases);
   TEST_CASE(commit_applies_frees);

@@ -13,8 +13,6 @@
 
 #include "testutil.h"
 
-static char self[4096];
-
 /* Run the child with `env` (NAME=VALUE ...), capture stdout, return status. */
 static int run(const char *const *env, char *out, size_t n) {
   int fd[2];
@@ -26,16 +24,11 @@ static int run(const char *const *env, char *out, size_t n) {
     unsetenv("PMKIT_FLUSH");
     for (; *env; env++)
       putenv((char *)*env);
-    execl(self, self, "child", (char *)NULL);
+    execl(test_self(), test_self(), "child", (char *)NULL);
     _exit(127);
   }
   close(fd[1]);
-  size_t got = 0;
-  ssize_t k;
-  while (got < n - 1 && (k = read(fd[0], out + got, n - 1 - got)) > 0)
-    got += (size_t)k;
-  out[got] = '\0';
-  close(fd[0]);
+  test_read_all(fd[0], out, n);
   int st;
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
   return WEXITSTATUS(st);
@@ -121,9 +114,7 @@ static void crash_report(void) {
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "child"))
     return child();
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
+  test_self(); /* before a child mode's environment changes */
   TEST_CASE(adr_by_default);
   TEST_CASE(eadr_domain);
   TEST_CASE(flush_override);

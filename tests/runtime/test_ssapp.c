@@ -321,7 +321,6 @@ __attribute__((constructor)) static void register_fases(void) {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char self[4096];
 static const char *path;
 
 static void setup(void) {
@@ -345,18 +344,8 @@ static int run_child(const char *scenario, int where, const char *var,
                      const char *val) {
   char w[16];
   snprintf(w, sizeof w, "%d", where);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    if (var)
-      setenv(var, val, 1);
-    execl(self, self, "child", path, scenario, w, (char *)NULL);
-    _exit(127);
-  }
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid);
-  return st;
+  return test_run_self(var, val,
+                       (const char *[]){"child", path, scenario, w, NULL});
 }
 
 static int child(const char *pool, const char *scenario, int where) {
@@ -651,34 +640,18 @@ static void every_crash_point(void) {
  * status and what it printed. */
 static pmkit_pool *misuse_pool;
 static struct root *misuse_root;
+static void (*misuse_fn)(void);
+static void misuse_child(void) {
+  const char *own = test_pool_path("ssapp-misuse");
+  if (pmkit_pool_create(own, 4 << 20, NULL, &misuse_pool) ||
+      pmkit_root(misuse_pool, sizeof *misuse_root, (void **)&misuse_root))
+    _exit(3);
+  unlink(own);
+  misuse_fn();
+}
 static int run_stopping(void (*fn)(void), char *out, size_t n) {
-  int fd[2];
-  CHECK(pipe(fd) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none);
-    dup2(fd[1], 2);
-    const char *own = test_pool_path("ssapp-misuse");
-    if (pmkit_pool_create(own, 4 << 20, NULL, &misuse_pool) ||
-        pmkit_root(misuse_pool, sizeof *misuse_root, (void **)&misuse_root))
-      _exit(3);
-    unlink(own);
-    fn();
-    _exit(0);
-  }
-  close(fd[1]);
-  size_t got = 0;
-  ssize_t k;
-  while (got < n - 1 && (k = read(fd[0], out + got, n - 1 - got)) > 0)
-    got += (size_t)k;
-  out[got] = '\0';
-  close(fd[0]);
-  int st;
-  CHECK(waitpid(pid, &st, 0) == pid);
-  return st;
+  misuse_fn = fn;
+  return test_run_stopping(misuse_child, out, n);
 }
 
 static void nested(void) {
@@ -712,9 +685,6 @@ static void misuse_stops(void) {
 int main(int argc, char **argv) {
   if (argc == 5 && !strcmp(argv[1], "child"))
     return child(argv[2], argv[3], atoi(argv[4]));
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  CHECK(n > 0);
-  self[n] = '\0';
   path = test_pool_path("ssapp");
   TEST_CASE(frames_and_effects);
   TEST_CASE(resume_read_rise_again);

@@ -2,8 +2,10 @@
 /*
  * testutil.h -- the few helpers the runtime tests share: CHECK macros that
  * print the failing expression with pmkit_errormsg(), a tiny runner of named
- * cases, and a scratch directory for pool files (PMKIT_TEST_DIR, else
- * /dev/shm).
+ * cases, a scratch directory for pool files (PMKIT_TEST_DIR, else
+ * /dev/shm), and children: this program run again in a child mode
+ * (test_run_self), a call that stops the program run in a child with its
+ * stderr captured (test_run_stopping).
  *
  * Cases. main runs each concern as a named case and returns the summary:
  *
@@ -35,7 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pmkit/pmkit.h"
@@ -131,6 +135,72 @@ static inline const char *test_pool_path(const char *name) {
   snprintf(b, sizeof buf[0], "%s/%s.%d.pool", dir, name, (int)getpid());
   unlink(b);
   return b;
+}
+
+/* This program's path (/proc/self/exe), to run it again in a child mode. */
+static inline const char *test_self(void) {
+  static char self[4096];
+  if (!self[0]) {
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(n > 0);
+    self[n] = '\0';
+  }
+  return self;
+}
+
+/* Run this program again as `SELF ARGS...` (args: NULL-terminated, args[0]
+ * the first after the program's name), with the environment variable var
+ * set to val unless var is NULL: its wait status. */
+static inline int test_run_self(const char *var, const char *val,
+                                const char *const *args) {
+  const char *argv[16] = {test_self()};
+  for (int i = 0; args[i] && i < 14; i++)
+    argv[i + 1] = args[i];
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    if (var)
+      setenv(var, val, 1);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return st;
+}
+
+/* Read fd to its end into out (at most n - 1 bytes, NUL-terminated) and
+ * close it. */
+static inline void test_read_all(int fd, char *out, size_t n) {
+  size_t got = 0;
+  ssize_t k;
+  while (got < n - 1 && (k = read(fd, out + got, n - 1 - got)) > 0)
+    got += (size_t)k;
+  out[got] = '\0';
+  close(fd);
+}
+
+/* Run fn in a child whose stderr is captured into out (no core file): its
+ * wait status. For calls that stop the program. */
+static inline int test_run_stopping(void (*fn)(void), char *out, size_t n) {
+  int fd[2];
+  CHECK(pipe(fd) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none); /* no core file for the abort */
+    dup2(fd[1], 2);
+    fn();
+    _exit(0);
+  }
+  close(fd[1]);
+  test_read_all(fd[0], out, n);
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return st;
 }
 
 /* xorshift64*: deterministic test randomness. */
