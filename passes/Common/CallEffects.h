@@ -68,6 +68,9 @@ enum CallEffect : unsigned {
   // Stores through argument 1 a pointer into what argument 0 points to, and
   // no other pointer anywhere (strtol's *endptr).
   CE_END_POINTER = 1u << 18,
+  // printf-like with a va_list for the arguments after the format
+  // (vprintf, __vsnprintf_chk): what its %n stores through is not followed.
+  CE_VA_LIST = 1u << 19,
 };
 
 // The facts of the external function Name, 0 if the table does not know it.

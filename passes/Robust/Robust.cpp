@@ -302,8 +302,7 @@ void Robustifier::warnUnmodeled(Function &F) {
     if (unsigned E = Callee->getIntrinsicID() == Intrinsic::not_intrinsic
                          ? callEffects(Callee->getName())
                          : 0;
-        formatArgument(E) >= 0 && !Callee->getName().startswith("v") &&
-        !Callee->getName().startswith("__v")) {
+        formatArgument(E) >= 0 && !(E & CE_VA_LIST)) {
       SmallVector<unsigned, 2> Targets;
       if (!formatStores(*CB, E, Targets))
         for (unsigned K = formatArgument(E) + 1; K < CB->arg_size(); ++K)
