@@ -12,6 +12,9 @@
 // RUN: %opt -passes=pmkit-annotations,pmkit-pmalias -disable-output %t.ll \
 // RUN:   | %FileCheck %s
 // CHECK: cut: PM {{.*}}store i8 0{{.*}}; pmkit_pool_base
+// The terminator the loop leaves, then the store through the end pointer:
+// CHECK: cut_local: DRAM {{.*}}store i8 0
+// CHECK-NOT: cut_local: PM
 // CHECK: cut_local: DRAM {{.*}}store i8 0
 
 #include <pmkit/pmkit.h>
