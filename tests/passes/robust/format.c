@@ -9,11 +9,13 @@
 // RUN:   | %FileCheck %s --implicit-check-not=warning:
 // RUN: %clang_pm -O2 -g -D_FORTIFY_SOURCE=2 -mllvm -pmkit-mode=robust -c %s \
 // RUN:   -o /dev/null 2>&1 | %FileCheck %s --check-prefix=FORTIFY
-// CHECK: format.c:[[#@LINE+23]]:{{[0-9]+}}: warning: pmkit-robust: printf's format may store through an argument that may be PM
-// CHECK: format.c:[[#@LINE+28]]:{{[0-9]+}}: warning: pmkit-robust: snprintf's format may store through an argument that may be PM
-// CHECK: format.c:[[#@LINE+33]]:{{[0-9]+}}: warning: pmkit-robust: fprintf's format may store through an argument that may be PM
-// CHECK: format.c:[[#@LINE+38]]:{{[0-9]+}}: warning: pmkit-robust: printf's format may store through an argument that may be PM
-// FORTIFY: format.c:[[#@LINE+19]]:{{[0-9]+}}: warning: pmkit-robust: __printf_chk's format may store through an argument that may be PM
+// CHECK: format.c:[[#@LINE+25]]:{{[0-9]+}}: warning: pmkit-robust: printf's format may store through an argument that may be PM
+// CHECK: format.c:[[#@LINE+30]]:{{[0-9]+}}: warning: pmkit-robust: snprintf's format may store through an argument that may be PM
+// CHECK: format.c:[[#@LINE+35]]:{{[0-9]+}}: warning: pmkit-robust: fprintf's format may store through an argument that may be PM
+// CHECK: format.c:[[#@LINE+40]]:{{[0-9]+}}: warning: pmkit-robust: printf's format may store through an argument that may be PM
+// CHECK: format.c:[[#@LINE+44]]:{{[0-9]+}}: warning: pmkit-robust: dprintf's format may store through an argument that may be PM
+// FORTIFY: format.c:[[#@LINE+20]]:{{[0-9]+}}: warning: pmkit-robust: __printf_chk's format may store through an argument that may be PM
+// FORTIFY: format.c:[[#@LINE+42]]:{{[0-9]+}}: warning: pmkit-robust: __dprintf_chk's format may store through an argument that may be PM
 
 #include <pmkit/pmkit.h>
 #include <stdio.h>
@@ -51,6 +53,11 @@ void positional(pmkit_pool *p) {
   struct root *r = pm_root(p);
   int n = 0;
   printf("%2$s%1$n%3$n", &n, r->name, &r->count);
+}
+
+void to_fd(pmkit_pool *p) {
+  struct root *r = pm_root(p);
+  dprintf(1, "abc%n\n", &r->count);
 }
 
 // Reads PM through %s and %d, stores nothing: no warning.
